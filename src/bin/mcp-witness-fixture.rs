@@ -1,0 +1,794 @@
+//! `mcp-witness-fixture`: a tiny MCP stdio server that misbehaves on purpose.
+//!
+//! The test suite and the README's first command spawn it as the server under
+//! test. It speaks newline-delimited JSON-RPC 2.0 on stdin/stdout (one JSON
+//! object per line, stdout flushed after every line) and logs on stderr.
+//!
+//! Usage: `mcp-witness-fixture <BEHAVIOUR> [ARG]`. An unknown behaviour is
+//! reported on stderr with exit code 2; extra arguments are ignored.
+//!
+//! Baseline (`correct`): the legacy era, protocol 2025-11-25. `initialize`
+//! echoes the requested protocol version if it is one of 2024-11-05,
+//! 2025-03-26, 2025-06-18, 2025-11-25 and answers 2025-11-25 otherwise;
+//! `notifications/initialized` is accepted silently; `ping` returns `{}`;
+//! `tools/list` returns `echo` (string `text`), `add` (numbers `a`, `b`) and
+//! `get_time` (no arguments); `tools/call` runs them, an unknown tool is error
+//! -32602 "Unknown tool: X" and bad arguments are a result with `isError`.
+//! Any other method, `server/discover` included, is error -32601. Replies
+//! carry the request's id as sent; unparsable lines get -32700 and malformed
+//! messages -32600. When stdin reaches end of file the server exits 0.
+//!
+//! Behaviours (anything not described differently behaves like `correct`):
+//! - `correct`: the baseline above.
+//! - `modern`: dual-era. Everything `correct` does, plus the stateless
+//!   2026-07-28 era: `server/discover` and every request whose `params._meta`
+//!   holds `io.modelcontextprotocol/protocolVersion` is validated (missing
+//!   version or `io.modelcontextprotocol/clientCapabilities`: -32602; other
+//!   version: -32022 "Unsupported protocol version" with `data.supported` and
+//!   `data.requested`) and its result carries `resultType: "complete"`
+//!   (`tools/list` also `ttlMs` and `cacheScope`); `initialize` stays
+//!   legacy-only.
+//! - `paginated`: seven tools, three per page, cursors "page-2" and "page-3";
+//!   the last page has no `nextCursor`; an unknown cursor is -32602.
+//! - `cursor-loop`: `tools/list` always returns one tool and `nextCursor`
+//!   "again".
+//! - `silent`: reads and discards stdin, never writes stdout.
+//! - `silent-after-init`: answers `initialize`, then never writes again.
+//! - `init-error`: `initialize` fails with -32603 "database unavailable".
+//! - `bad-init`: `initialize` returns `{"capabilities":{}}` only.
+//! - `banner`: first prints a UTF-8 BOM + "Starting fixture server v1.0...",
+//!   "[INFO] listening on stdio" and a line of invalid UTF-8, and ends every
+//!   stdout line with CRLF.
+//! - `crash`: on `initialize`, prints a Python traceback ending in
+//!   "RuntimeError: boom" on stderr and exits 1 without replying.
+//! - `grandchild`: spawns `sleeper` (a copy of itself in the same process
+//!   group, inheriting stdout/stderr) and prints "grandchild pid N" on stderr.
+//! - `escape`: spawns `escaped-sleeper` (which calls `setsid()` to leave the
+//!   process group, keeps stdout/stderr open and exits after 3 s), waits until
+//!   it has left the group, then prints "escaped pid N" on stderr.
+//! - `sleeper`, `escaped-sleeper`: internal helpers of the two above; the
+//!   sleeper sleeps 300 s.
+//! - `empty-tools`: `tools/list` returns no tools.
+//! - `invalid-tools`: `tools/list` returns a valid tool, one whose name is the
+//!   number 42 and one without `inputSchema`.
+//! - `slow-start <MS>`: sleeps MS milliseconds before reading stdin.
+//! - `chatty`: after `notifications/initialized` it sends
+//!   `notifications/tools/list_changed`, a `notifications/message`, a `ping`
+//!   request (id "srv-1") and a `roots/list` request (id "srv-2"); it holds
+//!   back every client request until both are answered and logs the answers
+//!   on stderr. It declares `tools.listChanged` and `logging` to match.
+//! - `exit-after-init`: answers `initialize`, then exits with code 3.
+//! - `huge-line <BYTES>`: the `initialize` reply is padded (a "padding"
+//!   string in `serverInfo`) to at least BYTES bytes.
+//! - `stderr-secret`: prints "using token $FIXTURE_TOKEN", "argv: ..." and a
+//!   fake GitHub token on stderr, then behaves like `crash`.
+//! - `tool-error`: every call of a listed tool returns "it failed" with
+//!   `isError: true`.
+//! - `call-silent`: never answers `tools/call`.
+//! - `ignore-eof`: keeps running after end of file on stdin, until a signal.
+//! - `stubborn`: like `ignore-eof` and ignores SIGTERM; only SIGKILL ends it.
+//! - `stdout-close`: answers `initialize`, closes fd 1, keeps reading until
+//!   end of file.
+//! - `wrong-id`: sends every reply twice, first with a wrong id (9999, or
+//!   9998 when the request id is 9999).
+
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::io::{self, BufRead, Write};
+use std::process::{Command, ExitCode, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const SERVER_NAME: &str = "mcp-witness-fixture";
+const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
+const LEGACY_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+const LATEST_LEGACY: &str = "2025-11-25";
+const MODERN_VERSION: &str = "2026-07-28";
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+const PAGE_SIZE: usize = 3;
+
+const TRACEBACK: &str = r#"Traceback (most recent call last):
+  File "/opt/fixture/server.py", line 88, in <module>
+    main()
+  File "/opt/fixture/server.py", line 71, in main
+    handle(message)
+  File "/opt/fixture/server.py", line 42, in handle
+    raise RuntimeError("boom")
+RuntimeError: boom
+"#;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Behaviour {
+    Correct,
+    Modern,
+    Paginated,
+    CursorLoop,
+    Silent,
+    SilentAfterInit,
+    InitError,
+    BadInit,
+    Banner,
+    Crash,
+    Grandchild,
+    Escape,
+    Sleeper,
+    EscapedSleeper,
+    EmptyTools,
+    InvalidTools,
+    SlowStart(u64),
+    Chatty,
+    ExitAfterInit,
+    HugeLine(usize),
+    StderrSecret,
+    ToolError,
+    CallSilent,
+    IgnoreEof,
+    Stubborn,
+    StdoutClose,
+    WrongId,
+}
+
+use Behaviour::*;
+
+/// Behaviours that take no argument, by name.
+const SIMPLE_BEHAVIOURS: &[(&str, Behaviour)] = &[
+    ("correct", Correct),
+    ("modern", Modern),
+    ("paginated", Paginated),
+    ("cursor-loop", CursorLoop),
+    ("silent", Silent),
+    ("silent-after-init", SilentAfterInit),
+    ("init-error", InitError),
+    ("bad-init", BadInit),
+    ("banner", Banner),
+    ("crash", Crash),
+    ("grandchild", Grandchild),
+    ("escape", Escape),
+    ("sleeper", Sleeper),
+    ("escaped-sleeper", EscapedSleeper),
+    ("empty-tools", EmptyTools),
+    ("invalid-tools", InvalidTools),
+    ("chatty", Chatty),
+    ("exit-after-init", ExitAfterInit),
+    ("stderr-secret", StderrSecret),
+    ("tool-error", ToolError),
+    ("call-silent", CallSilent),
+    ("ignore-eof", IgnoreEof),
+    ("stubborn", Stubborn),
+    ("stdout-close", StdoutClose),
+    ("wrong-id", WrongId),
+];
+
+impl Behaviour {
+    fn parse(name: &str, arg: Option<&str>) -> Result<Self, String> {
+        let number = |what: &str| {
+            arg.and_then(|a| a.parse::<u64>().ok())
+                .ok_or_else(|| format!("behaviour {name} needs a numeric {what} argument"))
+        };
+        match name {
+            "slow-start" => Ok(SlowStart(number("MS")?)),
+            "huge-line" => Ok(HugeLine(usize::try_from(number("BYTES")?).unwrap_or(usize::MAX))),
+            _ => SIMPLE_BEHAVIOURS
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|&(_, b)| b)
+                .ok_or_else(|| format!("unknown behaviour {name:?}")),
+        }
+    }
+}
+
+fn usage() -> String {
+    let names: Vec<&str> = SIMPLE_BEHAVIOURS.iter().map(|(n, _)| *n).collect();
+    format!(
+        "usage: {SERVER_NAME} <BEHAVIOUR> [ARG]\nbehaviours: {}, slow-start <MS>, huge-line <BYTES>",
+        names.join(", ")
+    )
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let Some(name) = args.get(1) else {
+        eprintln!("{}", usage());
+        return ExitCode::from(2);
+    };
+    let behaviour = match Behaviour::parse(name, args.get(2).map(String::as_str)) {
+        Ok(b) => b,
+        Err(message) => {
+            eprintln!("{SERVER_NAME}: {message}\n{}", usage());
+            return ExitCode::from(2);
+        }
+    };
+    match run(behaviour, &args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{SERVER_NAME}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(behaviour: Behaviour, args: &[String]) -> io::Result<()> {
+    match behaviour {
+        Sleeper => {
+            sleep(Duration::from_secs(300));
+            return Ok(());
+        }
+        EscapedSleeper => {
+            sys::new_session()?;
+            sleep(Duration::from_secs(3));
+            return Ok(());
+        }
+        Silent => {
+            io::copy(&mut io::stdin().lock(), &mut io::sink())?;
+            return Ok(());
+        }
+        SlowStart(ms) => sleep(Duration::from_millis(ms)),
+        Grandchild => {
+            let pid = spawn_helper("sleeper")?;
+            eprintln!("grandchild pid {pid}");
+        }
+        Escape => {
+            let pid = spawn_helper("escaped-sleeper")?;
+            wait_until_escaped(pid);
+            eprintln!("escaped pid {pid}");
+        }
+        StderrSecret => {
+            let token = std::env::var_os("FIXTURE_TOKEN").unwrap_or_default();
+            // Assembled at run time so this source holds no token-shaped
+            // literal for secret scanners to flag.
+            const ALPHANUMERIC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+            let fake: String = (0..36)
+                .map(|i| char::from(ALPHANUMERIC[i * 17 % ALPHANUMERIC.len()]))
+                .collect();
+            eprintln!("using token {}", token.to_string_lossy());
+            eprintln!("argv: {}", args.join(" "));
+            eprintln!("ghp_{fake}");
+        }
+        Stubborn => sys::ignore_sigterm()?,
+        Banner => {
+            let mut out = io::stdout().lock();
+            out.write_all(b"\xEF\xBB\xBFStarting fixture server v1.0...\r\n")?;
+            out.write_all(b"[INFO] listening on stdio\r\n")?;
+            out.write_all(b"\xff\xfe log\r\n")?;
+            out.flush()?;
+        }
+        _ => {}
+    }
+    Server::new(behaviour).serve()?;
+    if matches!(behaviour, IgnoreEof | Stubborn) {
+        loop {
+            sleep(Duration::from_secs(3600));
+        }
+    }
+    Ok(())
+}
+
+/// Re-executes this binary with `helper` as behaviour. The child inherits
+/// stdout and stderr (so the client's pipes stay open while it lives) but not
+/// stdin. A thread reaps it so it never lingers as a zombie.
+fn spawn_helper(helper: &str) -> io::Result<u32> {
+    let mut child = Command::new(std::env::current_exe()?)
+        .arg(helper)
+        .stdin(Stdio::null())
+        .spawn()?;
+    let pid = child.id();
+    std::thread::spawn(move || child.wait());
+    Ok(pid)
+}
+
+/// Waits (up to 5 s) until the escaped child has left our process group, so
+/// that a client killing the group right after startup cannot win the race.
+fn wait_until_escaped(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let ours = sys::process_group(0);
+    while sys::process_group(pid) == ours && Instant::now() < deadline {
+        sleep(Duration::from_millis(5));
+    }
+}
+
+/// The few libc calls the misbehaviours need, behind safe wrappers.
+mod sys {
+    use std::io;
+
+    unsafe extern "C" {
+        fn setsid() -> i32;
+        fn getpgid(pid: i32) -> i32;
+        fn signal(sig: i32, handler: usize) -> usize;
+        fn close(fd: i32) -> i32;
+    }
+
+    const SIGTERM: i32 = 15;
+    const SIG_IGN: usize = 1;
+    const SIG_ERR: usize = usize::MAX;
+
+    /// Starts a new session (and process group) led by this process.
+    pub fn new_session() -> io::Result<()> {
+        // SAFETY: setsid takes no arguments and only changes this process's
+        // session and process group; failure is reported through -1/errno.
+        if unsafe { setsid() } == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Process group of `pid` (0 = this process), or -1 if it is gone.
+    pub fn process_group(pid: u32) -> i32 {
+        let Ok(pid) = i32::try_from(pid) else {
+            return -1;
+        };
+        // SAFETY: getpgid only reads kernel state for the given pid and
+        // reports errors (no such process) as -1.
+        unsafe { getpgid(pid) }
+    }
+
+    /// Makes SIGTERM a no-op for this process.
+    pub fn ignore_sigterm() -> io::Result<()> {
+        // SAFETY: installing SIG_IGN registers no Rust code as a handler, so
+        // no signal-safety rules can be broken; SIGTERM and SIG_IGN are the
+        // Linux/POSIX values.
+        if unsafe { signal(SIGTERM, SIG_IGN) } == SIG_ERR {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Closes file descriptor 1. The caller must flush and stop writing to
+    /// stdout first.
+    pub fn close_stdout() -> io::Result<()> {
+        // SAFETY: fd 1 is owned by std's global stdout, which we flushed and
+        // never write to again; nothing else in this program holds fd 1.
+        if unsafe { close(1) } == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+/// A JSON-RPC error reply.
+struct RpcError {
+    code: i64,
+    message: String,
+    data: Option<Value>,
+}
+
+impl RpcError {
+    fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(-32602, message)
+    }
+
+    fn to_message(&self, id: &Value) -> Value {
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(data) = &self.data {
+            error["data"] = data.clone();
+        }
+        json!({"jsonrpc": "2.0", "id": id, "error": error})
+    }
+}
+
+/// Writes one JSON message per line, flushing after each.
+struct Output {
+    eol: &'static str,
+    open: bool,
+}
+
+impl Output {
+    fn send(&mut self, message: &Value) -> io::Result<()> {
+        if !self.open {
+            return Ok(());
+        }
+        let line = format!("{message}{}", self.eol);
+        let mut out = io::stdout().lock();
+        out.write_all(line.as_bytes())?;
+        out.flush()
+    }
+}
+
+struct Server {
+    behaviour: Behaviour,
+    out: Output,
+    /// Ids of our own requests (chatty) the client has not answered yet.
+    awaiting: Vec<&'static str>,
+    /// Client requests held back until `awaiting` is empty.
+    deferred: VecDeque<(Value, String, Value)>,
+}
+
+impl Server {
+    fn new(behaviour: Behaviour) -> Self {
+        let eol = if behaviour == Banner { "\r\n" } else { "\n" };
+        Server {
+            behaviour,
+            out: Output { eol, open: true },
+            awaiting: Vec::new(),
+            deferred: VecDeque::new(),
+        }
+    }
+
+    /// Handles stdin line by line until end of file.
+    fn serve(&mut self) -> io::Result<()> {
+        let mut stdin = io::stdin().lock();
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            if stdin.read_until(b'\n', &mut line)? == 0 {
+                return Ok(());
+            }
+            let line = line.trim_ascii();
+            if line.is_empty() {
+                continue;
+            }
+            match serde_json::from_slice(line) {
+                Ok(message) => self.handle_message(message)?,
+                Err(e) => {
+                    let error = RpcError::new(-32700, format!("Parse error: {e}"));
+                    self.out.send(&error.to_message(&Value::Null))?;
+                }
+            }
+        }
+    }
+
+    fn handle_message(&mut self, message: Value) -> io::Result<()> {
+        let invalid = |id: &Value| RpcError::new(-32600, "Invalid Request").to_message(id);
+        let Value::Object(mut message) = message else {
+            return self.out.send(&invalid(&Value::Null));
+        };
+        let id = message.remove("id");
+        match (message.remove("method"), id) {
+            (Some(Value::String(method)), None) => self.handle_notification(&method),
+            (Some(Value::String(method)), Some(id @ (Value::String(_) | Value::Number(_)))) => {
+                if message.get("jsonrpc") != Some(&json!("2.0")) {
+                    return self.out.send(&invalid(&id));
+                }
+                let params = message.remove("params").unwrap_or(Value::Null);
+                if self.awaiting.is_empty() {
+                    self.handle_request(id, &method, &params)
+                } else {
+                    self.deferred.push_back((id, method, params));
+                    Ok(())
+                }
+            }
+            (None, Some(id)) if message.contains_key("result") || message.contains_key("error") => {
+                self.handle_response(&id, &Value::Object(message))
+            }
+            (_, id) => match id {
+                Some(id @ (Value::String(_) | Value::Number(_))) => self.out.send(&invalid(&id)),
+                _ => self.out.send(&invalid(&Value::Null)),
+            },
+        }
+    }
+
+    fn handle_notification(&mut self, method: &str) -> io::Result<()> {
+        if method == "notifications/initialized" && self.behaviour == Chatty {
+            let chatter = [
+                json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+                json!({
+                    "jsonrpc": "2.0",
+                    "method": "notifications/message",
+                    "params": {"level": "info", "logger": "fixture", "data": "chatty says hello"},
+                }),
+                json!({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"}),
+                json!({"jsonrpc": "2.0", "id": "srv-2", "method": "roots/list"}),
+            ];
+            for message in &chatter {
+                self.out.send(message)?;
+            }
+            self.awaiting = vec!["srv-1", "srv-2"];
+        }
+        Ok(())
+    }
+
+    /// A reply from the client to one of our own requests.
+    fn handle_response(&mut self, id: &Value, reply: &Value) -> io::Result<()> {
+        let Some(index) = self.awaiting.iter().position(|a| id == a) else {
+            eprintln!("fixture: ignoring response with unknown id {id}");
+            return Ok(());
+        };
+        let srv = self.awaiting.remove(index);
+        // srv-1 (ping) should get result {}, srv-2 (roots/list) an error.
+        let expected = if srv == "srv-1" {
+            reply.get("result") == Some(&json!({}))
+        } else {
+            reply.get("error").is_some()
+        };
+        let verdict = if expected { "as expected" } else { "unexpected" };
+        eprintln!("chatty: client answered {srv} with {reply} ({verdict})");
+        if self.awaiting.is_empty() {
+            while let Some((id, method, params)) = self.deferred.pop_front() {
+                self.handle_request(id, &method, &params)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn handle_request(&mut self, id: Value, method: &str, params: &Value) -> io::Result<()> {
+        if method == "tools/call" && self.behaviour == CallSilent {
+            return Ok(());
+        }
+        let modern =
+            self.behaviour == Modern && (method == "server/discover" || meta(params, META_VERSION).is_some());
+        let reply = if modern {
+            check_modern_meta(params).and_then(|()| self.dispatch(method, params, true))
+        } else {
+            self.dispatch(method, params, false)
+        };
+        let message = match reply {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err(error) => error.to_message(&id),
+        };
+        if self.behaviour == WrongId {
+            let mut decoy = message.clone();
+            decoy["id"] = if id == json!(9999) {
+                json!(9998)
+            } else {
+                json!(9999)
+            };
+            self.out.send(&decoy)?;
+        }
+        self.out.send(&message)?;
+        if method == "initialize" && !modern {
+            match self.behaviour {
+                SilentAfterInit => self.out.open = false,
+                ExitAfterInit => std::process::exit(3),
+                StdoutClose => {
+                    self.out.open = false;
+                    sys::close_stdout()?;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn dispatch(&self, method: &str, params: &Value, modern: bool) -> Result<Value, RpcError> {
+        let mut result = match method {
+            "initialize" if !modern => self.initialize(params)?,
+            "server/discover" if modern => return Ok(self.discover()),
+            "ping" => json!({}),
+            "tools/list" => self.list_tools(params)?,
+            "tools/call" => self.call_tool(params)?,
+            _ => return Err(RpcError::new(-32601, format!("Method not found: {method}"))),
+        };
+        if modern {
+            result["resultType"] = json!("complete");
+            if method == "tools/list" {
+                result["ttlMs"] = json!(60000);
+                result["cacheScope"] = json!("public");
+            }
+        }
+        Ok(result)
+    }
+
+    fn capabilities(&self) -> Value {
+        if self.behaviour == Chatty {
+            json!({"tools": {"listChanged": true}, "logging": {}})
+        } else {
+            json!({"tools": {"listChanged": false}})
+        }
+    }
+
+    fn initialize(&self, params: &Value) -> Result<Value, RpcError> {
+        match self.behaviour {
+            Crash | StderrSecret => {
+                eprint!("{TRACEBACK}");
+                std::process::exit(1);
+            }
+            InitError => return Err(RpcError::new(-32603, "database unavailable")),
+            BadInit => return Ok(json!({"capabilities": {}})),
+            _ => {}
+        }
+        let requested = params.get("protocolVersion").and_then(Value::as_str);
+        let version = requested
+            .filter(|v| LEGACY_VERSIONS.contains(v))
+            .unwrap_or(LATEST_LEGACY);
+        let mut result = json!({
+            "protocolVersion": version,
+            "capabilities": self.capabilities(),
+            "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
+        });
+        if let HugeLine(bytes) = self.behaviour {
+            let missing = bytes.saturating_sub(result.to_string().len());
+            result["serverInfo"]["padding"] = json!("x".repeat(missing));
+        }
+        Ok(result)
+    }
+
+    fn discover(&self) -> Value {
+        json!({
+            "resultType": "complete",
+            "supportedVersions": [MODERN_VERSION],
+            "capabilities": self.capabilities(),
+            "_meta": {META_SERVER_INFO: {"name": SERVER_NAME, "version": SERVER_VERSION}},
+            "ttlMs": 60000,
+            "cacheScope": "public",
+        })
+    }
+
+    /// The tools this behaviour advertises (all of them, unpaginated).
+    fn tools(&self) -> Vec<Value> {
+        let all = all_tools();
+        match self.behaviour {
+            Paginated => all,
+            CursorLoop => all[..1].to_vec(),
+            EmptyTools => Vec::new(),
+            InvalidTools => vec![
+                json!({"name": "ok", "inputSchema": {"type": "object"}}),
+                json!({"name": 42, "inputSchema": {"type": "object"}}),
+                json!({"name": "no_schema"}),
+            ],
+            _ => all[..3].to_vec(),
+        }
+    }
+
+    fn list_tools(&self, params: &Value) -> Result<Value, RpcError> {
+        let invalid_cursor = || RpcError::invalid_params("Invalid cursor");
+        let cursor = match params.get("cursor") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(cursor)) => Some(cursor.as_str()),
+            Some(_) => return Err(invalid_cursor()),
+        };
+        let tools = self.tools();
+        match (self.behaviour, cursor) {
+            (CursorLoop, _) => Ok(json!({"tools": tools, "nextCursor": "again"})),
+            (Paginated, cursor) => {
+                let page: usize = match cursor {
+                    None => 1,
+                    Some(c) => c
+                        .strip_prefix("page-")
+                        .and_then(|n| n.parse().ok())
+                        .filter(|&n| n >= 2 && (n - 1) * PAGE_SIZE < tools.len())
+                        .ok_or_else(invalid_cursor)?,
+                };
+                let start = (page - 1) * PAGE_SIZE;
+                let end = tools.len().min(start + PAGE_SIZE);
+                let mut result = json!({"tools": tools[start..end]});
+                if end < tools.len() {
+                    result["nextCursor"] = json!(format!("page-{}", page + 1));
+                }
+                Ok(result)
+            }
+            (_, None) => Ok(json!({"tools": tools})),
+            (_, Some(_)) => Err(invalid_cursor()),
+        }
+    }
+
+    fn call_tool(&self, params: &Value) -> Result<Value, RpcError> {
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| RpcError::invalid_params("tools/call needs a string \"name\""))?;
+        if !self.tools().iter().any(|tool| tool["name"] == name) {
+            return Err(RpcError::invalid_params(format!("Unknown tool: {name}")));
+        }
+        let no_arguments = json!({});
+        let arguments = params.get("arguments").unwrap_or(&no_arguments);
+        let outcome = if self.behaviour == ToolError {
+            Err("it failed".to_owned())
+        } else {
+            run_tool(name, arguments)
+        };
+        Ok(match outcome {
+            Ok(text) => json!({"content": [{"type": "text", "text": text}]}),
+            Err(text) => json!({"content": [{"type": "text", "text": text}], "isError": true}),
+        })
+    }
+}
+
+/// `params._meta[key]`, if present.
+fn meta<'a>(params: &'a Value, key: &str) -> Option<&'a Value> {
+    params.get("_meta")?.get(key)
+}
+
+/// Validates the per-request `_meta` of a modern-era request.
+fn check_modern_meta(params: &Value) -> Result<(), RpcError> {
+    let missing = |key: &str| RpcError::invalid_params(format!("Missing required _meta key {key}"));
+    let version = meta(params, META_VERSION)
+        .and_then(Value::as_str)
+        .ok_or_else(|| missing(META_VERSION))?;
+    if version != MODERN_VERSION {
+        let mut error = RpcError::new(-32022, "Unsupported protocol version");
+        error.data = Some(json!({"supported": [MODERN_VERSION], "requested": version}));
+        return Err(error);
+    }
+    if !meta(params, META_CAPABILITIES).is_some_and(Value::is_object) {
+        return Err(missing(META_CAPABILITIES));
+    }
+    Ok(())
+}
+
+fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
+    json!({
+        "name": name,
+        "description": description,
+        "inputSchema": {"type": "object", "properties": properties, "required": required},
+    })
+}
+
+fn all_tools() -> Vec<Value> {
+    let text = || json!({"text": {"type": "string", "description": "Input text"}});
+    vec![
+        tool("echo", "Returns its text argument unchanged", text(), &["text"]),
+        tool(
+            "add",
+            "Adds two numbers",
+            json!({"a": {"type": "number"}, "b": {"type": "number"}}),
+            &["a", "b"],
+        ),
+        tool("get_time", "Current UTC time (RFC 3339)", json!({}), &[]),
+        tool("reverse", "Reverses its text argument", text(), &["text"]),
+        tool("uppercase", "Upper-cases its text argument", text(), &["text"]),
+        tool("lowercase", "Lower-cases its text argument", text(), &["text"]),
+        tool(
+            "length",
+            "Counts the characters of its text argument",
+            text(),
+            &["text"],
+        ),
+    ]
+}
+
+/// Runs a tool; `Err` is a tool-level failure (a result with `isError`).
+fn run_tool(name: &str, arguments: &Value) -> Result<String, String> {
+    let text = || {
+        arguments
+            .get("text")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("{name}: argument \"text\" must be a string"))
+    };
+    let number = |key: &str| {
+        arguments
+            .get(key)
+            .filter(|v| v.is_number())
+            .ok_or_else(|| format!("{name}: argument \"{key}\" must be a number"))
+    };
+    match name {
+        "echo" => text().map(str::to_owned),
+        "add" => {
+            let (a, b) = (number("a")?, number("b")?);
+            let integer_sum = a.as_i64().zip(b.as_i64()).and_then(|(a, b)| a.checked_add(b));
+            Ok(match integer_sum {
+                Some(sum) => sum.to_string(),
+                None => (a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0)).to_string(),
+            })
+        }
+        "get_time" => Ok(utc_now()),
+        "reverse" => text().map(|t| t.chars().rev().collect()),
+        "uppercase" => text().map(str::to_uppercase),
+        "lowercase" => text().map(str::to_lowercase),
+        "length" => text().map(|t| t.chars().count().to_string()),
+        other => Ok(format!("called {other}")),
+    }
+}
+
+/// The current UTC time as RFC 3339, e.g. `2025-12-02T16:26:00Z`.
+fn utc_now() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = secs / 86_400 + 719_468;
+    let (era, doe) = (z / 146_097, z % 146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = era * 400 + yoe + u64::from(month <= 2);
+    let rem = secs % 86_400;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}

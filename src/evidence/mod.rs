@@ -1,0 +1,10 @@
+//! The evidence file: signed, hash-chained JSON-lines blocks, and everything that reads or
+//! writes them (keys, canonical form, append, verify, repair).
+
+pub mod append;
+pub mod block;
+pub mod canonical;
+pub mod keys;
+pub mod repair;
+pub mod tail;
+pub mod verify;

@@ -1,0 +1,454 @@
+//! Verifying an evidence file: every line's form, hash and signature (in parallel across
+//! cores), the chain of `seq`, `prev` and `file_id`, duplicates, trust in the signing keys,
+//! and an optional anchored head. Streams the file: memory does not grow with block content.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+use ed25519_dalek::VerifyingKey;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::block::{self, BlockError, GENESIS_PREV, MAX_LINE};
+use super::keys;
+
+const BATCH: usize = 64;
+
+/// What verify is asked to check beyond the file itself.
+#[derive(Debug, Clone, Default)]
+pub struct Expectations {
+    /// Keys the user trusts; empty means signatures are only checked for self-consistency.
+    pub trusted: Vec<VerifyingKey>,
+    /// A head hash that must be in the file.
+    pub head: Option<String>,
+}
+
+/// The first thing wrong with a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Broken {
+    /// 1-based line number.
+    pub line: u64,
+    /// The line's `seq`, when it could be read.
+    pub seq: Option<u64>,
+    pub code: &'static str,
+    pub message: String,
+}
+
+/// The result of verifying one file.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub path: PathBuf,
+    pub blocks: u64,
+    /// `seq` and `hash` of the last good block.
+    pub head: Option<(u64, String)>,
+    pub broken: Option<Broken>,
+    pub warnings: Vec<String>,
+    /// Signer keys seen, in order of first appearance.
+    pub keys: Vec<String>,
+    pub pinned: bool,
+}
+
+impl Report {
+    pub fn intact(&self) -> bool {
+        self.broken.is_none()
+    }
+
+    /// The machine-readable form printed by `verify --json`.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "file": self.path.display().to_string(),
+            "intact": self.intact(),
+            "blocks": self.blocks,
+            "head": self.head.as_ref().map(|(seq, hash)| json!({"seq": seq, "hash": hash})),
+            "broken": self.broken.as_ref().map(|b| json!({
+                "line": b.line, "seq": b.seq, "code": b.code, "message": b.message,
+            })),
+            "warnings": self.warnings,
+            "keys": self.keys,
+            "trust": if self.pinned { "pinned" } else { "self-consistent" },
+        })
+    }
+}
+
+/// A file that could not be read at all (as opposed to one that is broken).
+#[derive(Debug)]
+pub struct Unreadable(pub PathBuf, pub io::Error);
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot read {}: {}", self.0.display(), self.1)
+    }
+}
+
+/// What a worker learns from one line.
+struct Summary {
+    seq: u64,
+    prev: String,
+    hash: String,
+    file_id: String,
+    key: VerifyingKey,
+    observed_at: String,
+    moment: [u8; 32],
+}
+
+type LineResult = Result<Summary, (Option<u64>, BlockError)>;
+
+/// Verifies one file.
+pub fn verify_file(path: &Path, expect: &Expectations) -> Result<Report, Unreadable> {
+    let unreadable = |e| Unreadable(path.to_path_buf(), e);
+    let file = File::open(path).map_err(unreadable)?;
+    let mut reader = BufReader::with_capacity(1 << 16, file);
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 16);
+
+    let mut chain = Chain::new(path, expect);
+    let read_result: io::Result<()> = std::thread::scope(|scope| {
+        let (job_tx, job_rx) = mpsc::sync_channel::<(usize, Vec<Vec<u8>>)>(workers * 2);
+        let job_rx = Arc::new(Mutex::new(job_rx));
+        let (res_tx, res_rx) = mpsc::channel::<(usize, Vec<LineResult>)>();
+        for _ in 0..workers {
+            let job_rx = Arc::clone(&job_rx);
+            let res_tx = res_tx.clone();
+            scope.spawn(move || {
+                loop {
+                    let job = job_rx.lock().map(|rx| rx.recv());
+                    let Ok(Ok((idx, lines))) = job else { break };
+                    let results = lines.iter().map(|l| summarize(l)).collect();
+                    if res_tx.send((idx, results)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(res_tx);
+
+        let mut pending: BTreeMap<usize, Vec<LineResult>> = BTreeMap::new();
+        let mut next_done = 0usize;
+        let mut sent = 0usize;
+        let mut batch = Vec::with_capacity(BATCH);
+        let mut line = Vec::new();
+        let mut outcome = Ok(());
+        loop {
+            if chain.broken.is_some() {
+                break;
+            }
+            match read_bounded_line(&mut reader, &mut line) {
+                Ok(Read::Line) => batch.push(std::mem::take(&mut line)),
+                Ok(Read::TooLong(n)) => {
+                    // Report it in order, after the lines before it.
+                    chain.deferred_error = Some((
+                        chain.lines_read() + batch.len() as u64 + 1,
+                        BlockError::TooLong(n),
+                    ));
+                }
+                Ok(Read::Torn(n)) => chain.torn = Some(n),
+                Ok(Read::Eof) => {}
+                Err(e) => {
+                    outcome = Err(e);
+                }
+            }
+            let done_reading = chain.torn.is_some()
+                || chain.deferred_error.is_some()
+                || outcome.is_err()
+                || reader_at_eof(&mut reader);
+            if batch.len() == BATCH || (done_reading && !batch.is_empty()) {
+                chain.queued += batch.len() as u64;
+                if job_tx
+                    .send((sent, std::mem::replace(&mut batch, Vec::with_capacity(BATCH))))
+                    .is_err()
+                {
+                    break;
+                }
+                sent += 1;
+            }
+            while let Ok((idx, results)) = res_rx.try_recv() {
+                pending.insert(idx, results);
+            }
+            chain.drain(&mut pending, &mut next_done);
+            if done_reading {
+                break;
+            }
+        }
+        drop(job_tx);
+        while next_done < sent && chain.broken.is_none() {
+            match res_rx.recv() {
+                Ok((idx, results)) => {
+                    pending.insert(idx, results);
+                    chain.drain(&mut pending, &mut next_done);
+                }
+                Err(_) => break,
+            }
+        }
+        outcome
+    });
+    read_result.map_err(unreadable)?;
+    Ok(chain.finish())
+}
+
+fn reader_at_eof(reader: &mut BufReader<File>) -> bool {
+    reader.fill_buf().map(|b| b.is_empty()).unwrap_or(true)
+}
+
+enum Read {
+    Line,
+    TooLong(usize),
+    Torn(u64),
+    Eof,
+}
+
+/// Reads one line into `buf` (without the newline), never holding more than `MAX_LINE` bytes.
+fn read_bounded_line(reader: &mut BufReader<File>, buf: &mut Vec<u8>) -> io::Result<Read> {
+    buf.clear();
+    let mut total = 0usize;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(if total == 0 {
+                Read::Eof
+            } else {
+                Read::Torn(total as u64)
+            });
+        }
+        let (take, found) = match memchr(chunk) {
+            Some(i) => (i, true),
+            None => (chunk.len(), false),
+        };
+        if total + take <= MAX_LINE {
+            buf.extend_from_slice(&chunk[..take]);
+        }
+        total += take;
+        reader.consume(take + usize::from(found));
+        if found {
+            return Ok(if total > MAX_LINE {
+                Read::TooLong(total)
+            } else {
+                Read::Line
+            });
+        }
+    }
+}
+
+fn memchr(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n')
+}
+
+fn summarize(line: &[u8]) -> LineResult {
+    match block::check_line(line) {
+        Ok(c) => {
+            let mut h = Sha256::new();
+            h.update(c.target_id.as_bytes());
+            h.update(b"\n");
+            h.update(c.observed_at.as_bytes());
+            Ok(Summary {
+                seq: c.seq,
+                prev: c.prev,
+                hash: c.hash,
+                file_id: c.file_id,
+                key: c.key,
+                observed_at: c.observed_at,
+                moment: h.finalize().into(),
+            })
+        }
+        Err(e) => Err((seq_hint(line), e)),
+    }
+}
+
+/// The `seq` of a line that failed its check, when the line is JSON at all.
+fn seq_hint(line: &[u8]) -> Option<u64> {
+    serde_json::from_slice::<Value>(line).ok()?.get("seq")?.as_u64()
+}
+
+/// The in-order checks across lines.
+struct Chain<'e> {
+    path: PathBuf,
+    expect: &'e Expectations,
+    /// Lines handed to workers so far.
+    queued: u64,
+    checked: u64,
+    prev_hash: String,
+    file_id: Option<String>,
+    last_time: Option<time::OffsetDateTime>,
+    backwards: u64,
+    moments: HashSet<[u8; 32]>,
+    keys: Vec<VerifyingKey>,
+    head_found: bool,
+    broken: Option<Broken>,
+    deferred_error: Option<(u64, BlockError)>,
+    torn: Option<u64>,
+    warnings: Vec<String>,
+}
+
+impl<'e> Chain<'e> {
+    fn new(path: &Path, expect: &'e Expectations) -> Self {
+        Chain {
+            path: path.to_path_buf(),
+            expect,
+            queued: 0,
+            checked: 0,
+            prev_hash: GENESIS_PREV.to_string(),
+            file_id: None,
+            last_time: None,
+            backwards: 0,
+            moments: HashSet::new(),
+            keys: Vec::new(),
+            head_found: false,
+            broken: None,
+            deferred_error: None,
+            torn: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    fn lines_read(&self) -> u64 {
+        self.queued
+    }
+
+    fn drain(&mut self, pending: &mut BTreeMap<usize, Vec<LineResult>>, next: &mut usize) {
+        while let Some(results) = pending.remove(next) {
+            *next += 1;
+            for r in results {
+                if self.broken.is_some() {
+                    return;
+                }
+                self.line(r);
+            }
+        }
+    }
+
+    fn fail(&mut self, seq: Option<u64>, code: &'static str, message: String) {
+        self.broken = Some(Broken {
+            line: self.checked + 1,
+            seq,
+            code,
+            message,
+        });
+    }
+
+    fn line(&mut self, r: LineResult) {
+        let s = match r {
+            Ok(s) => s,
+            Err((seq, e)) => return self.fail(seq, e.code(), e.to_string()),
+        };
+        let expected_seq = self.checked + 1;
+        if s.seq != expected_seq {
+            let msg = format!(
+                "seq is {} where {expected_seq} was expected: a block was deleted, inserted or moved",
+                s.seq
+            );
+            return self.fail(Some(s.seq), "seq_gap", msg);
+        }
+        if s.prev != self.prev_hash {
+            let msg = "prev does not match the previous block's hash: the chain is broken here".to_string();
+            return self.fail(Some(s.seq), "broken_link", msg);
+        }
+        match &self.file_id {
+            None => self.file_id = Some(s.file_id.clone()),
+            Some(id) if *id != s.file_id => {
+                let msg = format!(
+                    "file_id {} differs from the file's ({id}): this block comes from another file",
+                    s.file_id
+                );
+                return self.fail(Some(s.seq), "foreign_block", msg);
+            }
+            Some(_) => {}
+        }
+        if !self.expect.trusted.is_empty() && !self.expect.trusted.contains(&s.key) {
+            let msg = format!(
+                "signed by {}, which is not a trusted key",
+                keys::public_text(&s.key)
+            );
+            return self.fail(Some(s.seq), "untrusted_key", msg);
+        }
+        if !self.moments.insert(s.moment) {
+            let msg = "a block with the same target and observed_at is already in the file".to_string();
+            return self.fail(Some(s.seq), "duplicate", msg);
+        }
+        if let Some(t) = crate::clock::parse(&s.observed_at) {
+            if self.last_time.is_some_and(|last| t < last) {
+                self.backwards += 1;
+                if self.backwards == 1 {
+                    self.warnings
+                        .push(format!("line {expected_seq}: observed_at goes back in time"));
+                }
+            }
+            self.last_time = Some(t);
+        }
+        if !self.keys.contains(&s.key) {
+            self.keys.push(s.key);
+        }
+        if self.expect.head.as_deref() == Some(s.hash.as_str()) {
+            self.head_found = true;
+        }
+        self.prev_hash = s.hash;
+        self.checked += 1;
+    }
+
+    fn finish(mut self) -> Report {
+        if self.broken.is_none() {
+            if let Some((line, e)) = self.deferred_error.take() {
+                self.broken = Some(Broken {
+                    line,
+                    seq: None,
+                    code: e.code(),
+                    message: e.to_string(),
+                });
+            } else if let Some(n) = self.torn {
+                self.broken = Some(Broken {
+                    line: self.checked + 1,
+                    seq: None,
+                    code: "torn_tail",
+                    message: format!(
+                        "the last {n} bytes are a torn line (no newline), probably a crash mid-write; \
+                         `mcp-witness repair {}` moves them aside",
+                        self.path.display()
+                    ),
+                });
+            } else if let Some(head) = &self.expect.head
+                && !self.head_found
+            {
+                self.broken = Some(Broken {
+                    line: self.checked + 1,
+                    seq: None,
+                    code: "head_missing",
+                    message: format!(
+                        "no block has hash {head}: the file was truncated or rolled back past the anchored head"
+                    ),
+                });
+            }
+        }
+        if self.backwards > 1 {
+            self.warnings.push(format!(
+                "observed_at goes back in time {} times in all",
+                self.backwards
+            ));
+        }
+        if self.expect.trusted.is_empty() && self.checked > 0 {
+            self.warnings.push(
+                "no --trust given: signatures are only self-consistent (anyone can re-sign a whole file with a new key); \
+                 pin the signer with --trust <KEY|FILE>, the key text printed by `mcp-witness key`"
+                    .to_string(),
+            );
+            if self.keys.len() > 1 {
+                self.warnings
+                    .push(format!("blocks are signed by {} different keys", self.keys.len()));
+            }
+        }
+        if self.checked == 0 && self.broken.is_none() {
+            self.warnings.push("the file holds no blocks".to_string());
+        }
+        Report {
+            head: (self.checked > 0).then(|| (self.checked, self.prev_hash.clone())),
+            path: self.path,
+            blocks: self.checked,
+            broken: self.broken,
+            warnings: self.warnings,
+            keys: self.keys.iter().map(keys::public_text).collect(),
+            pinned: !self.expect.trusted.is_empty(),
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! mcp-witness: probe stdio MCP servers and keep the results as signed, hash-chained evidence.
+
+pub mod clock;
+pub mod evidence;
+pub mod framing;
+pub mod hex;
+pub mod program;
+pub mod redact;
+pub mod rpc;
+pub mod sys;
+pub mod transport;

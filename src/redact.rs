@@ -1,0 +1,254 @@
+//! Keeping secrets out of evidence: values of secret-named flags and variables, and values
+//! shaped like well-known tokens, become `[REDACTED]` in every text a block records. The
+//! server itself still receives the real values.
+
+/// What replaces a secret.
+pub const MASK: &str = "[REDACTED]";
+
+/// Redacts texts, knowing the literal secret values of one run.
+#[derive(Debug, Default, Clone)]
+pub struct Redactor {
+    literals: Vec<String>,
+}
+
+/// Whether a flag or variable name looks like it holds a secret.
+pub fn secret_name(name: &str) -> bool {
+    let n = name.trim_start_matches('-').to_ascii_lowercase();
+    const WORDS: &[&str] = &[
+        "token",
+        "secret",
+        "passw",
+        "pwd",
+        "auth",
+        "credential",
+        "apikey",
+        "api_key",
+        "api-key",
+        "private",
+        "session",
+        "cookie",
+        "bearer",
+        "signature",
+        "cert",
+        "jwt",
+        "pat",
+    ];
+    WORDS.iter().any(|w| n.contains(w))
+        || n == "key"
+        || n.ends_with("_key")
+        || n.ends_with("-key")
+        || n.ends_with("key")
+}
+
+impl Redactor {
+    /// A redactor that also masks these literal values wherever they appear.
+    pub fn with_secrets(values: impl IntoIterator<Item = String>) -> Self {
+        let mut literals: Vec<String> = values.into_iter().filter(|v| v.len() >= 4).collect();
+        // Longest first, so a secret that contains another is masked whole.
+        literals.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        literals.dedup();
+        Redactor { literals }
+    }
+
+    /// Builds a redactor for a command line and environment: secret-named env values and
+    /// flag values become literals to mask.
+    pub fn for_run(argv: &[String], env: &[(String, String)]) -> Self {
+        let mut secrets: Vec<String> = env
+            .iter()
+            .filter(|(k, _)| secret_name(k))
+            .map(|(_, v)| v.clone())
+            .collect();
+        let mut iter = argv.iter().peekable();
+        while let Some(arg) = iter.next() {
+            if let Some((name, value)) = arg.split_once('=') {
+                if secret_name(name) {
+                    secrets.push(value.to_string());
+                }
+            } else if arg.starts_with('-') && secret_name(arg) {
+                if let Some(next) = iter.peek().filter(|n| !n.starts_with('-')) {
+                    secrets.push((*next).clone());
+                    iter.next();
+                }
+            }
+        }
+        Redactor::with_secrets(secrets)
+    }
+
+    /// The argv as it may be recorded.
+    pub fn argv(&self, argv: &[String]) -> Vec<String> {
+        let mut out = Vec::with_capacity(argv.len());
+        let mut mask_next = false;
+        for (i, arg) in argv.iter().enumerate() {
+            if mask_next && !arg.starts_with('-') {
+                out.push(MASK.to_string());
+                mask_next = false;
+                continue;
+            }
+            mask_next = false;
+            if i > 0
+                && let Some((name, _)) = arg.split_once('=')
+                && secret_name(name)
+            {
+                out.push(format!("{name}={MASK}"));
+                continue;
+            }
+            if i > 0 && arg.starts_with('-') && !arg.contains('=') && secret_name(arg) {
+                mask_next = true;
+            }
+            out.push(self.text(arg));
+        }
+        out
+    }
+
+    /// Any text (stderr, noise, a call preview) as it may be recorded.
+    pub fn text(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for lit in &self.literals {
+            if out.contains(lit.as_str()) {
+                out = out.replace(lit.as_str(), MASK);
+            }
+        }
+        mask_token_shapes(&out)
+    }
+}
+
+fn is_token_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'
+}
+
+/// Masks words shaped like well-known credentials.
+fn mask_token_shapes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let mut prev_word_bearer = false;
+    let flush = |word: &mut String, out: &mut String, after_bearer: bool| {
+        if !word.is_empty() {
+            if looks_like_token(word) || (after_bearer && word.len() >= 16) {
+                out.push_str(MASK);
+            } else {
+                out.push_str(word);
+            }
+            word.clear();
+        }
+    };
+    for c in text.chars() {
+        if is_token_char(c) {
+            word.push(c);
+        } else {
+            let is_bearer = word.eq_ignore_ascii_case("bearer");
+            flush(&mut word, &mut out, prev_word_bearer);
+            if !c.is_whitespace() || !is_bearer {
+                prev_word_bearer = is_bearer && c == ' ';
+            } else {
+                prev_word_bearer = true;
+            }
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out, prev_word_bearer);
+    out
+}
+
+fn looks_like_token(word: &str) -> bool {
+    let rest_len = |prefix: &str| {
+        word.strip_prefix(prefix)
+            .map(|r| r.chars().filter(|c| c.is_ascii_alphanumeric()).count())
+    };
+    let at_least = |prefix: &str, n: usize| rest_len(prefix).is_some_and(|l| l >= n);
+    if ["ghp_", "gho_", "ghu_", "ghs_", "ghr_"]
+        .iter()
+        .any(|p| at_least(p, 20))
+        || at_least("github_pat_", 20)
+        || at_least("glpat-", 20)
+        || at_least("npm_", 30)
+        || at_least("sk-", 20)
+        || at_least("sk_live_", 16)
+        || at_least("rk_live_", 16)
+        || ["xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-"]
+            .iter()
+            .any(|p| at_least(p, 10))
+        || at_least("AIza", 30)
+        || at_least("hf_", 30)
+    {
+        return true;
+    }
+    if word.len() == 20
+        && word.starts_with("AKIA")
+        && word[4..]
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+    {
+        return true;
+    }
+    // A JSON Web Token: three base64url parts, the first starting with `eyJ`.
+    let parts: Vec<&str> = word.split('.').collect();
+    parts.len() == 3 && word.starts_with("eyJ") && parts.iter().all(|p| p.len() >= 8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn secret_flag_values_are_masked_in_both_forms() {
+        let argv = s(&[
+            "server",
+            "--api-key",
+            "abc123456",
+            "--token=xyz98765",
+            "--port",
+            "3000",
+            "--verbose",
+        ]);
+        let r = Redactor::for_run(&argv, &[]);
+        assert_eq!(
+            r.argv(&argv),
+            s(&[
+                "server",
+                "--api-key",
+                MASK,
+                &format!("--token={MASK}"),
+                "--port",
+                "3000",
+                "--verbose"
+            ])
+        );
+    }
+
+    #[test]
+    fn secret_values_are_masked_wherever_they_reappear() {
+        let env = vec![
+            ("GITHUB_TOKEN".to_string(), "hunter2hunter2".to_string()),
+            ("PORT".into(), "8080".into()),
+        ];
+        let r = Redactor::for_run(&[], &env);
+        assert_eq!(
+            r.text("auth with hunter2hunter2 on 8080"),
+            format!("auth with {MASK} on 8080")
+        );
+    }
+
+    #[test]
+    fn well_known_token_shapes_are_masked() {
+        let r = Redactor::default();
+        let ghp = format!("ghp_{}", "a1".repeat(18));
+        assert_eq!(r.text(&format!("token {ghp} used")), format!("token {MASK} used"));
+        assert_eq!(r.text("key AKIAABCDEFGHIJKLMNOP!"), format!("key {MASK}!"));
+        assert_eq!(
+            r.text("Authorization: Bearer abcdefghijklmnopqrstuvwxyz"),
+            format!("Authorization: Bearer {MASK}")
+        );
+        assert_eq!(
+            r.text("eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.SflKxwRJSMeKKF2QT4"),
+            MASK
+        );
+        assert_eq!(
+            r.text("plain words stay, sk-short too"),
+            "plain words stay, sk-short too"
+        );
+    }
+}

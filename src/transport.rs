@@ -1,0 +1,447 @@
+//! A spawned stdio server: its process group, the threads that read its stdout and stderr
+//! and write its stdin, one channel of events with bounded waits, and a measured teardown
+//! that leaves no process of the group behind.
+
+use std::io::{Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::framing::{Frame, Splitter};
+use crate::sys;
+
+/// Events are buffered this many deep; a flooding server then waits on its pipe.
+const EVENT_DEPTH: usize = 16;
+const READ_CHUNK: usize = 64 * 1024;
+/// stderr bytes kept from the start and from the end.
+pub const STDERR_HEAD: usize = 4 * 1024;
+pub const STDERR_TAIL: usize = 8 * 1024;
+
+/// How to start the server.
+#[derive(Debug, Clone)]
+pub struct SpawnSpec {
+    /// Absolute path of the program.
+    pub program: PathBuf,
+    /// argv[0] as the user wrote it.
+    pub argv0: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+    pub max_line: usize,
+}
+
+/// Something the server did.
+#[derive(Debug)]
+pub enum Event {
+    Stdout(Frame),
+    /// stdout reached end of file: every holder of its write end closed it.
+    StdoutClosed,
+    /// The direct child exited (it has been reaped).
+    Exited(ExitStatus),
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitInfo {
+    Code(i32),
+    Signal(i32),
+}
+
+impl From<ExitStatus> for ExitInfo {
+    fn from(s: ExitStatus) -> Self {
+        match (s.code(), s.signal()) {
+            (Some(c), _) => ExitInfo::Code(c),
+            (None, Some(sig)) => ExitInfo::Signal(sig),
+            (None, None) => ExitInfo::Code(-1),
+        }
+    }
+}
+
+/// What stderr carried: a byte count and bounded head and tail.
+#[derive(Debug, Default, Clone)]
+pub struct StderrLog {
+    pub bytes: u64,
+    pub head: Vec<u8>,
+    pub tail: Vec<u8>,
+}
+
+impl StderrLog {
+    fn push(&mut self, chunk: &[u8]) {
+        self.bytes += chunk.len() as u64;
+        let room = STDERR_HEAD.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&chunk[..room.min(chunk.len())]);
+        self.tail.extend_from_slice(chunk);
+        if self.tail.len() > STDERR_TAIL {
+            let cut = self.tail.len() - STDERR_TAIL;
+            self.tail.drain(..cut);
+        }
+    }
+
+    /// The whole stderr when it fit in the head, else its last bytes.
+    pub fn text_tail(&self) -> String {
+        if self.bytes as usize <= STDERR_HEAD {
+            String::from_utf8_lossy(&self.head).into_owned()
+        } else {
+            String::from_utf8_lossy(&self.tail).into_owned()
+        }
+    }
+}
+
+/// How the server was stopped, as the evidence records it.
+#[derive(Debug, Clone)]
+pub struct Teardown {
+    /// `exited_before` (it was gone before teardown began), `stdin_eof`, `sigterm`, `sigkill`,
+    /// or `unkillable` (still not reaped after SIGKILL and a wait).
+    pub ended_by: &'static str,
+    pub after_ms: u64,
+    pub exit: Option<ExitInfo>,
+    /// Signals sent to the group after the direct child was gone, because other members
+    /// (grandchildren) remained: `sigterm`, `sigkill`.
+    pub group_signals: Vec<&'static str>,
+    /// Members of the group still alive at the end (pids). Empty is the only good answer.
+    pub survivors: Vec<u32>,
+}
+
+/// A running server.
+pub struct Server {
+    pub pid: u32,
+    pub started: Instant,
+    events: Receiver<Event>,
+    stdin: Option<SyncSender<Vec<u8>>>,
+    pub stderr: Arc<Mutex<StderrLog>>,
+    stdout_bytes: Arc<AtomicU64>,
+    /// Milliseconds from start to the first stdout byte, +1 (0 = none yet).
+    first_stdout: Arc<AtomicU64>,
+    exit: Option<ExitStatus>,
+    stdout_closed: bool,
+}
+
+/// Timing of a teardown.
+#[derive(Debug, Clone, Copy)]
+pub struct Grace {
+    /// After closing stdin, how long to wait for a voluntary exit.
+    pub eof: Duration,
+    /// After SIGTERM, how long before SIGKILL.
+    pub term: Duration,
+}
+
+impl Default for Grace {
+    fn default() -> Self {
+        Grace {
+            eof: Duration::from_secs(2),
+            term: Duration::from_secs(2),
+        }
+    }
+}
+
+impl Server {
+    /// Spawns the server in its own process group, with all three pipes.
+    pub fn spawn(spec: &SpawnSpec) -> std::io::Result<Server> {
+        let mut cmd = Command::new(&spec.program);
+        cmd.arg0(&spec.argv0)
+            .args(&spec.args)
+            .envs(spec.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        if let Some(cwd) = &spec.cwd {
+            cmd.current_dir(cwd);
+        }
+        let started = Instant::now();
+        let mut child = cmd.spawn()?;
+        let pid = child.id();
+        let stdin = child.stdin.take().expect("piped");
+        let stdout = child.stdout.take().expect("piped");
+        let stderr_pipe = child.stderr.take().expect("piped");
+
+        let (tx, events) = mpsc::sync_channel(EVENT_DEPTH);
+        let stdout_bytes = Arc::new(AtomicU64::new(0));
+        let first_stdout = Arc::new(AtomicU64::new(0));
+        let stderr = Arc::new(Mutex::new(StderrLog::default()));
+
+        spawn_stdout_reader(
+            stdout,
+            tx.clone(),
+            spec.max_line,
+            started,
+            &stdout_bytes,
+            &first_stdout,
+        );
+        spawn_stderr_reader(stderr_pipe, Arc::clone(&stderr));
+        spawn_waiter(child, tx);
+        let stdin = spawn_writer(stdin);
+
+        Ok(Server {
+            pid,
+            started,
+            events,
+            stdin: Some(stdin),
+            stderr,
+            stdout_bytes,
+            first_stdout,
+            exit: None,
+            stdout_closed: false,
+        })
+    }
+
+    /// Queues bytes for the server's stdin. False if stdin is already closed.
+    pub fn send(&self, bytes: Vec<u8>) -> bool {
+        self.stdin.as_ref().is_some_and(|s| s.send(bytes).is_ok())
+    }
+
+    /// Closes the server's stdin (once queued writes are done).
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// The next event, or `None` when `deadline` passes first.
+    pub fn next_event(&mut self, deadline: Instant) -> Option<Event> {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match self.events.recv_timeout(wait) {
+            Ok(ev) => {
+                match &ev {
+                    Event::Exited(s) => self.exit = Some(*s),
+                    Event::StdoutClosed => self.stdout_closed = true,
+                    Event::Stdout(_) => {}
+                }
+                Some(ev)
+            }
+            Err(RecvTimeoutError::Timeout) => None,
+            // Every sender is gone: the reader and the waiter both finished.
+            Err(RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(wait);
+                None
+            }
+        }
+    }
+
+    pub fn exit_status(&self) -> Option<ExitStatus> {
+        self.exit
+    }
+
+    pub fn stdout_closed(&self) -> bool {
+        self.stdout_closed
+    }
+
+    pub fn stdout_bytes(&self) -> u64 {
+        self.stdout_bytes.load(Ordering::Relaxed)
+    }
+
+    pub fn stderr_bytes(&self) -> u64 {
+        self.stderr.lock().map(|s| s.bytes).unwrap_or(0)
+    }
+
+    /// Milliseconds from spawn to the first stdout byte.
+    pub fn first_stdout_ms(&self) -> Option<u64> {
+        match self.first_stdout.load(Ordering::Relaxed) {
+            0 => None,
+            n => Some(n - 1),
+        }
+    }
+
+    pub fn elapsed_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    /// Stops the server: close stdin, wait, SIGTERM the group, wait, SIGKILL the group, reap;
+    /// then make sure no member of the group is left. Costs only as long as the server takes.
+    pub fn teardown(mut self, grace: Grace) -> Teardown {
+        let start = Instant::now();
+        let already = self.exit.is_some();
+        self.close_stdin();
+        let pgid = self.pid;
+        let mut ended_by = if already { "exited_before" } else { "stdin_eof" };
+        if !already && !self.wait_exit(start + grace.eof) {
+            let _ = sys::signal_group(pgid, sys::SIGTERM);
+            ended_by = "sigterm";
+            let term_start = Instant::now();
+            if !self.wait_exit(term_start + grace.term) {
+                let _ = sys::signal_group(pgid, sys::SIGKILL);
+                ended_by = "sigkill";
+                if !self.wait_exit(Instant::now() + Duration::from_secs(5)) {
+                    ended_by = "unkillable";
+                }
+            }
+        }
+        let after_ms = start.elapsed().as_millis() as u64;
+
+        // Grandchildren (npx wrappers, helpers) can outlive the direct child.
+        let mut group_signals = Vec::new();
+        if !sys::live_members(pgid).is_empty() {
+            let _ = sys::signal_group(pgid, sys::SIGTERM);
+            group_signals.push("sigterm");
+            if !wait_group_gone(pgid, Instant::now() + grace.term) {
+                let _ = sys::signal_group(pgid, sys::SIGKILL);
+                group_signals.push("sigkill");
+                wait_group_gone(pgid, Instant::now() + Duration::from_secs(2));
+            }
+        }
+        Teardown {
+            ended_by,
+            after_ms,
+            exit: self.exit.map(ExitInfo::from),
+            group_signals,
+            survivors: sys::live_members(pgid),
+        }
+        // Dropping `self` drops the event receiver: reader threads still blocked on a pipe
+        // that an escaped process holds are never joined, so they cannot keep us alive.
+    }
+
+    /// Waits for the direct child's exit, discarding other events. True if it exited.
+    fn wait_exit(&mut self, deadline: Instant) -> bool {
+        while self.exit.is_none() {
+            if self.next_event(deadline).is_none() && Instant::now() >= deadline {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+fn wait_group_gone(pgid: u32, deadline: Instant) -> bool {
+    let mut pause = Duration::from_micros(200);
+    loop {
+        if sys::live_members(pgid).is_empty() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
+}
+
+fn spawn_stdout_reader(
+    mut stdout: impl Read + Send + 'static,
+    tx: SyncSender<Event>,
+    max_line: usize,
+    started: Instant,
+    bytes: &Arc<AtomicU64>,
+    first: &Arc<AtomicU64>,
+) {
+    let bytes = Arc::clone(bytes);
+    let first = Arc::clone(first);
+    std::thread::spawn(move || {
+        let mut splitter = Splitter::new(max_line);
+        let mut buf = vec![0u8; READ_CHUNK];
+        let mut open = true;
+        loop {
+            let n = match stdout.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            if bytes.fetch_add(n as u64, Ordering::Relaxed) == 0 {
+                first.store(started.elapsed().as_millis() as u64 + 1, Ordering::Relaxed);
+            }
+            splitter.push(&buf[..n], &mut |f| {
+                open = open && tx.send(Event::Stdout(f)).is_ok();
+            });
+            if !open {
+                return;
+            }
+        }
+        if let Some(f) = splitter.finish() {
+            let _ = tx.send(Event::Stdout(f));
+        }
+        let _ = tx.send(Event::StdoutClosed);
+    });
+}
+
+fn spawn_stderr_reader(mut stderr: impl Read + Send + 'static, log: Arc<Mutex<StderrLog>>) {
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; READ_CHUNK];
+        while let Ok(n) = stderr.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            if let Ok(mut log) = log.lock() {
+                log.push(&buf[..n]);
+            }
+        }
+    });
+}
+
+fn spawn_waiter(mut child: Child, tx: SyncSender<Event>) {
+    std::thread::spawn(move || {
+        if let Ok(status) = child.wait() {
+            let _ = tx.send(Event::Exited(status));
+        }
+    });
+}
+
+fn spawn_writer(mut stdin: ChildStdin) -> SyncSender<Vec<u8>> {
+    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(EVENT_DEPTH);
+    std::thread::spawn(move || {
+        for bytes in rx {
+            if stdin.write_all(&bytes).and_then(|()| stdin.flush()).is_err() {
+                break;
+            }
+        }
+        // Dropping stdin closes the pipe: the server sees end of file.
+    });
+    tx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> SpawnSpec {
+        SpawnSpec {
+            program: "/bin/sh".into(),
+            argv0: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![],
+            cwd: None,
+            max_line: 1024,
+        }
+    }
+
+    #[test]
+    fn a_server_that_exits_on_eof_is_torn_down_at_once() {
+        let server = Server::spawn(&sh("cat >/dev/null")).unwrap();
+        let t = server.teardown(Grace::default());
+        assert_eq!(t.ended_by, "stdin_eof");
+        assert_eq!(t.exit, Some(ExitInfo::Code(0)));
+        assert!(t.after_ms < 1000, "{t:?}");
+        assert!(t.survivors.is_empty());
+    }
+
+    #[test]
+    fn a_server_ignoring_eof_gets_sigterm_and_its_children_go_too() {
+        let server = Server::spawn(&sh("sleep 300 & sleep 300")).unwrap();
+        let grace = Grace {
+            eof: Duration::from_millis(100),
+            term: Duration::from_secs(2),
+        };
+        let t = server.teardown(grace);
+        assert_eq!(t.ended_by, "sigterm");
+        assert_eq!(t.exit, Some(ExitInfo::Signal(sys::SIGTERM)));
+        assert!(t.survivors.is_empty(), "{t:?}");
+    }
+
+    #[test]
+    fn stdout_lines_and_exit_arrive_as_events() {
+        let mut server = Server::spawn(&sh("printf 'a\\nb'; echo oops >&2; exit 4")).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut lines = Vec::new();
+        while server.exit_status().is_none() || !server.stdout_closed() {
+            match server.next_event(deadline) {
+                Some(Event::Stdout(Frame::Line(l))) => lines.push(l),
+                Some(_) => {}
+                None => panic!("timed out"),
+            }
+        }
+        assert_eq!(lines, vec![b"a".to_vec(), b"b".to_vec()]);
+        assert_eq!(server.stdout_bytes(), 3);
+        let t = server.teardown(Grace::default());
+        assert_eq!(t.ended_by, "exited_before");
+        assert_eq!(t.exit, Some(ExitInfo::Code(4)));
+    }
+}
