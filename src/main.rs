@@ -1,1 +1,5 @@
-fn main() {}
+//! The `mcp-witness` binary: everything is in the library; this only hands over.
+
+fn main() -> std::process::ExitCode {
+    mcp_witness::cli::main()
+}

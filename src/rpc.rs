@@ -108,7 +108,11 @@ impl Rpc {
             msg["params"] = p;
         }
         if !self.write(&msg) {
-            return Err(NoReply::StdinClosed);
+            // Usually the server has exited: say so if its exit shows up promptly.
+            return match self.wait_for(&Value::from(id), DRAIN_AFTER_EXIT) {
+                Err(NoReply::Exited) => Err(NoReply::Exited),
+                _ => Err(NoReply::StdinClosed),
+            };
         }
         self.wait_for(&Value::from(id), timeout)
     }
@@ -147,7 +151,15 @@ impl Rpc {
                 }
                 Event::StdoutClosed => {
                     if !exited {
-                        return Err(NoReply::StdoutClosed);
+                        // A crashing server closes stdout as it exits: wait a moment for
+                        // the exit, so the record says "exited" rather than "closed stdout".
+                        let until = Instant::now() + DRAIN_AFTER_EXIT;
+                        while self.server.exit_status().is_none() {
+                            if self.server.next_event(until).is_none() && Instant::now() >= until {
+                                return Err(NoReply::StdoutClosed);
+                            }
+                        }
+                        return Err(NoReply::Exited);
                     }
                 }
                 Event::Stdout(Frame::Oversize(bytes)) => return Err(NoReply::Oversize { bytes }),

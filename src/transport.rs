@@ -65,6 +65,8 @@ impl From<ExitStatus> for ExitInfo {
 #[derive(Debug, Default, Clone)]
 pub struct StderrLog {
     pub bytes: u64,
+    /// The reader saw end of file.
+    pub closed: bool,
     pub head: Vec<u8>,
     pub tail: Vec<u8>,
 }
@@ -281,6 +283,12 @@ impl Server {
                 wait_group_gone(pgid, Instant::now() + Duration::from_secs(2));
             }
         }
+        // Once the group is gone, stderr's last bytes are a moment away (unless an escaped
+        // process holds the pipe: then do not wait for it).
+        let stderr_deadline = Instant::now() + Duration::from_millis(200);
+        while !self.stderr.lock().map(|l| l.closed).unwrap_or(true) && Instant::now() < stderr_deadline {
+            std::thread::sleep(Duration::from_micros(200));
+        }
         Teardown {
             ended_by,
             after_ms,
@@ -363,6 +371,9 @@ fn spawn_stderr_reader(mut stderr: impl Read + Send + 'static, log: Arc<Mutex<St
             if let Ok(mut log) = log.lock() {
                 log.push(&buf[..n]);
             }
+        }
+        if let Ok(mut log) = log.lock() {
+            log.closed = true;
         }
     });
 }

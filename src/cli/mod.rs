@@ -1,0 +1,54 @@
+//! The command line: argument definitions and dispatch. Each subcommand lives in its own
+//! module and returns the process exit code.
+
+mod keys;
+mod probe;
+mod repair;
+mod verify;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit code for usage errors and for evidence that could not be written or read.
+pub const EXIT_USAGE: u8 = 2;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcp-witness",
+    version,
+    about = "Probe stdio MCP servers and keep signed, hash-chained evidence of what they did",
+    after_help = "Exit codes:\n  probe:  0 pass, 1 fail, 3 inconclusive (the server stayed silent), 2 usage error or evidence not written\n  verify: 0 intact, 1 broken or untrusted, 2 usage error or unreadable file"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Probe(Box<probe::ProbeArgs>),
+    Verify(verify::VerifyArgs),
+    Keygen(keys::KeygenArgs),
+    Key(keys::KeyArgs),
+    Repair(repair::RepairArgs),
+}
+
+/// Parses the command line and runs it.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Command::Probe(args) => probe::run(*args),
+        Command::Verify(args) => verify::run(args),
+        Command::Keygen(args) => keys::keygen(args),
+        Command::Key(args) => keys::key(args),
+        Command::Repair(args) => repair::run(args),
+    };
+    ExitCode::from(code)
+}
+
+/// Prints an error the way every subcommand does.
+pub(crate) fn error(message: impl std::fmt::Display) -> u8 {
+    eprintln!("mcp-witness: error: {message}");
+    EXIT_USAGE
+}

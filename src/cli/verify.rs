@@ -1,0 +1,102 @@
+//! `verify`: checks evidence files and reports the first broken line of each.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::json;
+
+use crate::evidence::keys;
+use crate::evidence::verify::{Expectations, verify_file};
+use crate::hex;
+
+/// Check every hash, link and signature of evidence files, naming the first broken line.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// A trusted public key (`ed25519:<hex>`, as `mcp-witness key` prints) or a file of them,
+    /// one per line. Repeatable. A block signed by any other key is a failure.
+    #[arg(long, value_name = "PUBKEY|FILE")]
+    trust: Vec<String>,
+    /// Fail unless a block with this hash is in the file (detects truncation and rollback
+    /// past an anchored head).
+    #[arg(long, value_name = "HASH")]
+    head: Option<String>,
+    /// Print a machine-readable report.
+    #[arg(long)]
+    json: bool,
+    /// Evidence files.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+}
+
+pub fn run(args: VerifyArgs) -> u8 {
+    let trusted = match keys::trusted_keys(&args.trust) {
+        Ok(k) => k,
+        Err(e) => return super::error(e),
+    };
+    if let Some(h) = &args.head
+        && hex::decode_exact::<32>(h).is_none()
+    {
+        return super::error(format!(
+            "--head `{h}` is not a block hash (64 lower-case hex digits)"
+        ));
+    }
+    let expect = Expectations {
+        trusted,
+        head: args.head.clone(),
+    };
+    let mut reports = Vec::new();
+    let mut code = 0u8;
+    for file in &args.files {
+        match verify_file(file, &expect) {
+            Ok(report) => {
+                if !report.intact() && code == 0 {
+                    code = 1;
+                }
+                if !args.json {
+                    print_human(&report);
+                }
+                reports.push(report.to_json());
+            }
+            Err(e) => {
+                code = super::EXIT_USAGE;
+                if !args.json {
+                    eprintln!("mcp-witness: error: {e}");
+                }
+                reports.push(json!({"file": file.display().to_string(), "unreadable": e.1.to_string()}));
+            }
+        }
+    }
+    if args.json {
+        println!("{}", json!({"intact": code == 0, "files": reports}));
+    }
+    code
+}
+
+fn print_human(r: &crate::evidence::verify::Report) {
+    let file = r.path.display();
+    match &r.broken {
+        None => {
+            let head = r
+                .head
+                .as_ref()
+                .map(|(s, h)| format!(", head seq {s} {h}"))
+                .unwrap_or_default();
+            let trust = if r.pinned {
+                "trusted key"
+            } else {
+                "self-consistent signatures"
+            };
+            println!("intact: {file}: {} blocks{head} ({trust})", r.blocks);
+        }
+        Some(b) => {
+            let seq = b.seq.map(|s| format!(" (seq {s})")).unwrap_or_default();
+            println!("BROKEN: {file}: line {}{seq}: {}: {}", b.line, b.code, b.message);
+            if r.blocks > 0 {
+                println!("  the {} blocks before it check", r.blocks);
+            }
+        }
+    }
+    for w in &r.warnings {
+        eprintln!("warning: {file}: {w}");
+    }
+}

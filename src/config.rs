@@ -1,0 +1,270 @@
+//! Reading a server entry from an MCP client's config file: the `mcpServers` shape (Claude
+//! Desktop, Claude Code, Cursor) and the `servers` shape (VS Code, which allows comments and
+//! trailing commas). Only stdio entries can be probed.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// Config files larger than this are refused.
+const MAX_CONFIG: u64 = 16 << 20;
+
+/// A stdio server as a config file describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerEntry {
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+}
+
+#[derive(Debug)]
+pub enum ConfigError {
+    Io(PathBuf, std::io::Error),
+    TooLarge(PathBuf),
+    Json(PathBuf, String),
+    NoServers(PathBuf),
+    NoSuchServer {
+        path: PathBuf,
+        name: String,
+        known: Vec<String>,
+    },
+    NotStdio {
+        name: String,
+        why: String,
+    },
+    Field {
+        name: String,
+        field: &'static str,
+        expected: &'static str,
+    },
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::Io(p, e) => write!(f, "config {}: {e}", p.display()),
+            ConfigError::TooLarge(p) => {
+                write!(f, "config {} is larger than {} bytes", p.display(), MAX_CONFIG)
+            }
+            ConfigError::Json(p, e) => write!(f, "config {} is not valid JSON: {e}", p.display()),
+            ConfigError::NoServers(p) => write!(
+                f,
+                "config {} has neither an `mcpServers` nor a `servers` object",
+                p.display()
+            ),
+            ConfigError::NoSuchServer { path, name, known } => write!(
+                f,
+                "config {} has no server `{name}`; it has: {}",
+                path.display(),
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ),
+            ConfigError::NotStdio { name, why } => write!(
+                f,
+                "server `{name}` is not a stdio server ({why}); mcp-witness probes stdio servers only"
+            ),
+            ConfigError::Field {
+                name,
+                field,
+                expected,
+            } => {
+                write!(f, "server `{name}`: `{field}` must be {expected}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Reads server `name` from the config at `path`.
+pub fn load(path: &Path, name: &str) -> Result<ServerEntry, ConfigError> {
+    let file = std::fs::File::open(path).map_err(|e| ConfigError::Io(path.into(), e))?;
+    let mut text = String::new();
+    file.take(MAX_CONFIG + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| ConfigError::Io(path.into(), e))?;
+    if text.len() as u64 > MAX_CONFIG {
+        return Err(ConfigError::TooLarge(path.into()));
+    }
+    parse(&text, name, path)
+}
+
+/// Parses config text; `path` only names the file in errors.
+pub fn parse(text: &str, name: &str, path: &Path) -> Result<ServerEntry, ConfigError> {
+    let value: Value = serde_json::from_str(&strip_jsonc(text))
+        .map_err(|e| ConfigError::Json(path.into(), e.to_string()))?;
+    let servers = value
+        .get("mcpServers")
+        .or_else(|| value.get("servers"))
+        .and_then(Value::as_object)
+        .ok_or_else(|| ConfigError::NoServers(path.into()))?;
+    let entry = servers.get(name).ok_or_else(|| ConfigError::NoSuchServer {
+        path: path.into(),
+        name: name.to_string(),
+        known: servers.keys().cloned().collect(),
+    })?;
+    let field_err = |field, expected| ConfigError::Field {
+        name: name.to_string(),
+        field,
+        expected,
+    };
+    let entry = entry.as_object().ok_or(field_err("(entry)", "an object"))?;
+    if let Some(kind) = entry.get("type").and_then(Value::as_str)
+        && kind != "stdio"
+    {
+        return Err(ConfigError::NotStdio {
+            name: name.into(),
+            why: format!("type `{kind}`"),
+        });
+    }
+    if entry.contains_key("url") || entry.contains_key("serverUrl") {
+        return Err(ConfigError::NotStdio {
+            name: name.into(),
+            why: "it has a `url`".into(),
+        });
+    }
+    let command = match entry.get("command") {
+        Some(Value::String(c)) if !c.is_empty() => c.clone(),
+        _ => return Err(field_err("command", "a non-empty string")),
+    };
+    let args = match entry.get("args") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|a| a.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or(field_err("args", "an array of strings"))?,
+        Some(_) => return Err(field_err("args", "an array of strings")),
+    };
+    let env = match entry.get("env") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Object(map)) => {
+            let mut env = BTreeMap::new();
+            for (k, v) in map {
+                let v = match v {
+                    Value::String(s) => s.clone(),
+                    Value::Number(n) => n.to_string(),
+                    Value::Bool(b) => b.to_string(),
+                    _ => return Err(field_err("env", "an object of string values")),
+                };
+                env.insert(k.clone(), v);
+            }
+            env.into_iter().collect()
+        }
+        Some(_) => return Err(field_err("env", "an object of string values")),
+    };
+    let cwd = match entry.get("cwd") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(c)) => Some(PathBuf::from(c)),
+        Some(_) => return Err(field_err("cwd", "a string")),
+    };
+    Ok(ServerEntry {
+        command,
+        args,
+        env,
+        cwd,
+    })
+}
+
+/// Removes `//` and `/* */` comments and trailing commas outside strings (JSON with
+/// comments, as VS Code writes it). Plain JSON passes through unchanged.
+fn strip_jsonc(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    let mut in_string = false;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            out.push(b);
+            if b == b'\\' && i + 1 < bytes.len() {
+                out.push(bytes[i + 1]);
+                i += 2;
+                continue;
+            }
+            if b == b'"' {
+                in_string = false;
+            }
+            i += 1;
+            continue;
+        }
+        match (b, bytes.get(i + 1)) {
+            (b'"', _) => {
+                in_string = true;
+                out.push(b);
+                i += 1;
+            }
+            (b'/', Some(b'/')) => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            (b'/', Some(b'*')) => {
+                i += 2;
+                while i < bytes.len() && !(bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/')) {
+                    i += 1;
+                }
+                i += 2;
+            }
+            (b',', _) => {
+                let next = bytes[i + 1..].iter().find(|c| !c.is_ascii_whitespace());
+                if !matches!(next, Some(b'}') | Some(b']')) {
+                    out.push(b);
+                }
+                i += 1;
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    // Only whole ASCII bytes were removed, so the rest is still UTF-8.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p() -> &'static Path {
+        Path::new("cfg.json")
+    }
+
+    #[test]
+    fn reads_the_claude_desktop_shape() {
+        let text =
+            r#"{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "srv"], "env": {"TOKEN": "t"}}}}"#;
+        let e = parse(text, "fs", p()).unwrap();
+        assert_eq!(e.command, "npx");
+        assert_eq!(e.args, vec!["-y", "srv"]);
+        assert_eq!(e.env, vec![("TOKEN".to_string(), "t".to_string())]);
+    }
+
+    #[test]
+    fn reads_the_vs_code_shape_with_comments_and_trailing_commas() {
+        let text = "{\n // my servers\n \"servers\": {\"t\": {\"type\": \"stdio\", \"command\": \"srv\", /* x */ \"args\": [\"a//b\",],},},}";
+        let e = parse(text, "t", p()).unwrap();
+        assert_eq!((e.command.as_str(), e.args), ("srv", vec!["a//b".to_string()]));
+    }
+
+    #[test]
+    fn remote_entries_and_unknown_names_are_clear_errors() {
+        let text = r#"{"servers": {"web": {"type": "http", "url": "http://x"}, "s": {"url": "http://y"}}}"#;
+        assert!(matches!(
+            parse(text, "web", p()),
+            Err(ConfigError::NotStdio { .. })
+        ));
+        assert!(matches!(parse(text, "s", p()), Err(ConfigError::NotStdio { .. })));
+        let err = parse(text, "nope", p()).unwrap_err().to_string();
+        assert!(err.contains("has: s, web"), "{err}");
+        assert!(matches!(parse("[]", "x", p()), Err(ConfigError::NoServers(_))));
+        assert!(matches!(parse("{", "x", p()), Err(ConfigError::Json(..))));
+    }
+}

@@ -1,0 +1,101 @@
+//! The opt-in call of one named tool, after the list. Only a listed tool is ever called.
+//! Its outcome is recorded; it does not change the verdict.
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::handshake::{modern_meta, truncate};
+use super::outcome::{CallSeen, Era};
+use super::{CallRequest, Run};
+use crate::evidence::canonical;
+use crate::hex;
+use crate::rpc::{NoReply, Reply};
+
+/// Characters of text content kept as a preview.
+const PREVIEW_CHARS: usize = 512;
+
+impl Run<'_> {
+    pub(super) fn call(&mut self, req: &CallRequest) {
+        let mut seen = CallSeen {
+            tool: req.tool.clone(),
+            outcome: "not_listed",
+            argument_names: req
+                .arguments
+                .as_object()
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default(),
+            content_types: Vec::new(),
+            preview: None,
+            result_sha256: None,
+            error: None,
+            elapsed_ms: None,
+        };
+        if self.rpc.is_none() || !self.listed(&req.tool) || !self.obs.reasons.is_empty() {
+            // Never call a tool the server did not list, nor one of a server that failed.
+            if !self.obs.reasons.is_empty() {
+                seen.outcome = "not_attempted";
+            }
+            self.obs.call = Some(seen);
+            return;
+        }
+        let mut params = json!({"name": req.tool, "arguments": req.arguments});
+        if self.obs.era == Era::Modern {
+            params["_meta"] = modern_meta(self.obs.protocol_version.as_deref().unwrap_or_default());
+        }
+        let started = std::time::Instant::now();
+        let reply = self.rpc().request("tools/call", Some(params), req.timeout);
+        let elapsed = started.elapsed().as_millis() as u64;
+        seen.elapsed_ms = Some(elapsed);
+        self.obs.timings.call = Some(elapsed);
+        match reply {
+            Ok(Reply::Result(result)) => {
+                seen.result_sha256 = Some(hex::encode(&Sha256::digest(canonical::to_bytes(&result))));
+                let content = result.get("content").and_then(Value::as_array);
+                seen.content_types = content
+                    .map(|c| {
+                        c.iter()
+                            .map(|b| {
+                                b.get("type")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("(none)")
+                                    .chars()
+                                    .take(64)
+                                    .collect()
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let text: String = content
+                    .map(|c| {
+                        c.iter()
+                            .filter_map(|b| b.get("text").and_then(Value::as_str))
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    })
+                    .unwrap_or_default();
+                if !text.is_empty() {
+                    let cut: String = text.chars().take(PREVIEW_CHARS).collect();
+                    let cut = if cut.len() < text.len() {
+                        format!("{cut}…")
+                    } else {
+                        cut
+                    };
+                    seen.preview = Some(self.redactor.text(&cut));
+                }
+                seen.outcome = match (content, result.get("isError")) {
+                    (None, _) => "malformed",
+                    (_, Some(Value::Bool(true))) => "tool_error",
+                    _ => "ok",
+                };
+            }
+            Ok(Reply::Error { code, message, .. }) => {
+                seen.outcome = "rpc_error";
+                seen.error = Some((code, self.redactor.text(&truncate(&message, 512))));
+            }
+            Ok(Reply::Malformed(_)) => seen.outcome = "malformed",
+            Err(NoReply::Timeout { .. }) => seen.outcome = "silent",
+            Err(_) => seen.outcome = "exited",
+        }
+        self.obs.call = Some(seen);
+    }
+}

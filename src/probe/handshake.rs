@@ -1,0 +1,275 @@
+//! The two handshakes: legacy (`initialize`, then `notifications/initialized`) and modern
+//! (`server/discover` with per-request `_meta`), and `auto`, which tries modern first.
+
+use serde_json::{Value, json};
+
+use super::outcome::{Era, ServerInfo};
+use super::{DEFAULT_MODERN, LEGACY_VERSIONS, MODERN_VERSIONS, Run, Step, Stop};
+use crate::evidence::canonical;
+use crate::rpc::{NoReply, Reply};
+
+pub(crate) const CLIENT_NAME: &str = "mcp-witness";
+pub(crate) const CLIENT_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Error code of `UnsupportedProtocolVersionError` (2026-07-28).
+const UNSUPPORTED_VERSION: i64 = -32022;
+
+/// The `_meta` every modern request carries.
+pub(crate) fn modern_meta(version: &str) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
+    })
+}
+
+impl Run<'_> {
+    pub(super) fn legacy(&mut self) -> Step<()> {
+        self.spawn()?;
+        self.obs.era = Era::Legacy;
+        let version = self.obs.protocol_requested.clone();
+        // No client capabilities: declaring `roots` makes reference servers ask roots/list
+        // and then never exit on stdin close.
+        let params = json!({
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
+        });
+        let timeout = self.opts.timeout;
+        let sent = std::time::Instant::now();
+        let reply = self.rpc().request("initialize", Some(params), timeout);
+        self.obs.timings.initialize = Some(sent.elapsed().as_millis() as u64);
+        let result = match reply {
+            Ok(Reply::Result(r)) => r,
+            Ok(Reply::Error { code, message, .. }) => {
+                return Err(self.fail(
+                    "initialize_error",
+                    format!("initialize got error {code}: {message}"),
+                ));
+            }
+            Ok(Reply::Malformed(_)) => {
+                return Err(self.fail(
+                    "initialize_malformed",
+                    "the initialize reply has neither a result nor a valid error",
+                ));
+            }
+            Err(e) => return Err(self.no_reply("initialize", e)),
+        };
+        self.check_initialize(&result)?;
+        self.rpc().notify("notifications/initialized", None);
+        self.list_tools(None)
+    }
+
+    fn check_initialize(&mut self, result: &Value) -> Step<()> {
+        let Some(map) = result.as_object() else {
+            return Err(self.fail("initialize_malformed", "the initialize result is not an object"));
+        };
+        self.obs.capabilities = map.get("capabilities").map(canonical::foreign);
+        let server = server_info(map.get("serverInfo"));
+        self.obs.server = server.clone();
+        let mut ok = true;
+        match map.get("protocolVersion").and_then(Value::as_str) {
+            None => {
+                self.fail(
+                    "missing_protocol_version",
+                    "the initialize result has no string protocolVersion",
+                );
+                ok = false;
+            }
+            Some(v) => {
+                self.obs.protocol_version = Some(v.chars().take(64).collect());
+                if !LEGACY_VERSIONS.contains(&v) {
+                    self.fail(
+                        "unknown_protocol_version",
+                        format!("the server answered protocolVersion `{v}`, which this tool does not know"),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        if server.is_none() {
+            self.fail(
+                "missing_server_info",
+                "the initialize result has no serverInfo with a string name",
+            );
+            ok = false;
+        }
+        if ok { Ok(()) } else { Err(Stop) }
+    }
+
+    pub(super) fn modern(&mut self) -> Step<()> {
+        self.spawn()?;
+        self.obs.era = Era::Modern;
+        match self.discover()? {
+            Discovered::Modern => self.list_tools(Some(self.obs.protocol_requested.clone())),
+            Discovered::NotModern(why) => Err(self.fail("discover_failed", format!("server/discover {why}"))),
+        }
+    }
+
+    pub(super) fn auto(&mut self) -> Step<()> {
+        if self.opts.protocol_version.is_none() {
+            self.obs.protocol_requested = DEFAULT_MODERN.to_string();
+        }
+        self.spawn()?;
+        match self.discover()? {
+            Discovered::Modern => {
+                self.obs.era = Era::Modern;
+                self.obs.era_detection = Some("server/discover answered".into());
+                self.list_tools(Some(self.obs.protocol_requested.clone()))
+            }
+            Discovered::NotModern(why) => {
+                // Fall back to legacy on a fresh process, as the spec asks.
+                self.obs.era_detection = Some(format!("server/discover {why}; fell back to legacy"));
+                self.stop_server();
+                self.obs.timings.discover = self.obs.timings.discover.or(Some(0));
+                self.obs.protocol_requested = self
+                    .opts
+                    .protocol_version
+                    .clone()
+                    .filter(|v| LEGACY_VERSIONS.contains(&v.as_str()))
+                    .unwrap_or_else(|| super::DEFAULT_LEGACY.to_string());
+                self.obs.capabilities = None;
+                self.obs.server = None;
+                self.legacy()
+            }
+        }
+    }
+
+    /// Sends `server/discover`; on -32022 with a version we share, retries once with it.
+    fn discover(&mut self) -> Step<Discovered> {
+        let timeout = self.opts.timeout;
+        let sent = std::time::Instant::now();
+        let mut retried = false;
+        loop {
+            let version = self.obs.protocol_requested.clone();
+            let params = json!({"_meta": modern_meta(&version)});
+            let reply = self.rpc().request("server/discover", Some(params), timeout);
+            self.obs.timings.discover = Some(sent.elapsed().as_millis() as u64);
+            match reply {
+                Ok(Reply::Result(result)) => return self.check_discover(&result),
+                Ok(Reply::Error {
+                    code: UNSUPPORTED_VERSION,
+                    data,
+                    ..
+                }) => {
+                    let supported: Vec<String> = data
+                        .as_ref()
+                        .and_then(|d| d.get("supported"))
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                        .unwrap_or_default();
+                    match supported.iter().find(|v| MODERN_VERSIONS.contains(&v.as_str())) {
+                        Some(v) if !retried && *v != version => {
+                            self.obs.protocol_requested = v.clone();
+                            retried = true;
+                        }
+                        _ => {
+                            return Err(self.fail(
+                                "no_common_version",
+                                format!(
+                                    "the server supports {:?}; this tool speaks {:?} in the modern era",
+                                    supported, MODERN_VERSIONS
+                                ),
+                            ));
+                        }
+                    }
+                }
+                Ok(Reply::Error { code, message, .. }) => {
+                    return Ok(Discovered::NotModern(format!(
+                        "got error {code}: {}",
+                        truncate(&message, 200)
+                    )));
+                }
+                Ok(Reply::Malformed(_)) => return Ok(Discovered::NotModern("got a malformed reply".into())),
+                Err(NoReply::Timeout { waited_ms }) if self.opts.era == super::EraChoice::Auto => {
+                    return Ok(Discovered::NotModern(format!(
+                        "got no reply within {waited_ms} ms"
+                    )));
+                }
+                Err(NoReply::Exited) if self.opts.era == super::EraChoice::Auto => {
+                    return Ok(Discovered::NotModern("made the server exit".into()));
+                }
+                Err(e) => return Err(self.no_reply("server/discover", e)),
+            }
+        }
+    }
+
+    fn check_discover(&mut self, result: &Value) -> Step<Discovered> {
+        let Some(map) = result.as_object() else {
+            return Ok(Discovered::NotModern(
+                "returned a result that is not an object".into(),
+            ));
+        };
+        let versions: Option<Vec<&str>> = map
+            .get("supportedVersions")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect());
+        let Some(versions) = versions else {
+            return Ok(Discovered::NotModern(
+                "returned a result without supportedVersions".into(),
+            ));
+        };
+        self.obs.capabilities = map.get("capabilities").map(canonical::foreign);
+        self.obs.server = server_info(
+            map.get("_meta")
+                .and_then(|m| m.get("io.modelcontextprotocol/serverInfo")),
+        );
+        let requested = self.obs.protocol_requested.clone();
+        if versions.contains(&requested.as_str()) {
+            self.obs.protocol_version = Some(requested);
+        } else if let Some(v) = versions.iter().find(|v| MODERN_VERSIONS.contains(v)) {
+            self.obs.protocol_version = Some(v.to_string());
+            self.obs.protocol_requested = v.to_string();
+        } else {
+            return Err(self.fail(
+                "no_common_version",
+                format!("server/discover lists {versions:?}; this tool speaks {MODERN_VERSIONS:?}"),
+            ));
+        }
+        if !map.get("capabilities").is_some_and(Value::is_object) {
+            return Err(self.fail(
+                "discover_malformed",
+                "the server/discover result has no capabilities object",
+            ));
+        }
+        if let Some(rt) = map.get("resultType").and_then(Value::as_str)
+            && rt != "complete"
+        {
+            return Err(self.fail(
+                "discover_malformed",
+                format!("server/discover returned resultType `{rt}`"),
+            ));
+        }
+        Ok(Discovered::Modern)
+    }
+}
+
+pub(super) enum Discovered {
+    Modern,
+    /// Why the server is not modern, for the record.
+    NotModern(String),
+}
+
+/// `serverInfo` as replied: a string `name` is required; `version` kept when a string.
+fn server_info(value: Option<&Value>) -> Option<ServerInfo> {
+    let map = value?.as_object()?;
+    let name = map.get("name")?.as_str()?;
+    Some(ServerInfo {
+        name: truncate(name, 1024),
+        version: map
+            .get("version")
+            .and_then(Value::as_str)
+            .map(|v| truncate(v, 1024)),
+    })
+}
+
+pub(crate) fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}

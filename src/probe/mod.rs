@@ -1,0 +1,370 @@
+//! The probe: spawn a stdio server, run the handshake of the chosen era, list every page of
+//! tools, optionally call one tool, tear the server down, and say pass, fail or
+//! inconclusive. Never guesses other message formats: silence is recorded and the probe stops.
+
+mod call;
+mod handshake;
+pub mod outcome;
+pub mod record;
+mod tools;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::clock;
+use crate::framing::DEFAULT_MAX_LINE;
+use crate::program;
+use crate::redact::Redactor;
+use crate::rpc::{NoReply, Rpc};
+use crate::transport::{ExitInfo, Grace, Server, SpawnSpec};
+use outcome::*;
+
+/// Legacy protocol versions this tool knows (initialize handshake).
+pub const LEGACY_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+/// Modern protocol versions this tool knows (stateless, `server/discover`).
+pub const MODERN_VERSIONS: &[&str] = &["2026-07-28"];
+pub const DEFAULT_LEGACY: &str = "2025-11-25";
+pub const DEFAULT_MODERN: &str = "2026-07-28";
+/// The most `tools/list` pages followed before the list counts as endless.
+pub const MAX_PAGES: u64 = 1000;
+
+/// Which handshake to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EraChoice {
+    Legacy,
+    Modern,
+    /// Try `server/discover`; fall back to legacy on a fresh process.
+    Auto,
+}
+
+/// The opt-in tool call.
+#[derive(Debug, Clone)]
+pub struct CallRequest {
+    pub tool: String,
+    pub arguments: Value,
+    pub timeout: Duration,
+}
+
+/// Everything a probe needs to know.
+#[derive(Debug, Clone)]
+pub struct ProbeOptions {
+    /// The server's argv; the first element is the program.
+    pub command: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+    pub era: EraChoice,
+    /// Overrides the era's default version.
+    pub protocol_version: Option<String>,
+    /// Bound on each wait for a reply.
+    pub timeout: Duration,
+    pub call: Option<CallRequest>,
+    pub max_line: usize,
+    pub grace: Grace,
+}
+
+impl ProbeOptions {
+    /// Options with the documented defaults for `command`.
+    pub fn new(command: Vec<String>) -> Self {
+        ProbeOptions {
+            command,
+            env: Vec::new(),
+            cwd: None,
+            era: EraChoice::Legacy,
+            protocol_version: None,
+            timeout: Duration::from_secs(10),
+            call: None,
+            max_line: DEFAULT_MAX_LINE,
+            grace: Grace::default(),
+        }
+    }
+}
+
+/// A probe step that could not go on; its reasons are already in the observation.
+pub(crate) struct Stop;
+
+pub(crate) type Step<T> = Result<T, Stop>;
+
+/// The state of one probe run.
+pub(crate) struct Run<'o> {
+    opts: &'o ProbeOptions,
+    spec: Option<SpawnSpec>,
+    rpc: Option<Rpc>,
+    obs: Observation,
+    redactor: Redactor,
+    started: Instant,
+    stderr_total: u64,
+}
+
+/// Probes a server. Never panics on anything the server does; every outcome is an
+/// observation.
+pub fn probe(opts: &ProbeOptions) -> Observation {
+    let stamp = clock::now();
+    let host = hostname::get()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let cwd = match &opts.cwd {
+        Some(c) => std::path::absolute(c).unwrap_or_else(|_| c.clone()),
+        None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+    };
+    let redactor = Redactor::for_run(&opts.command, &opts.env);
+    let mut env_names: Vec<String> = opts.env.iter().map(|(k, _)| k.clone()).collect();
+    env_names.sort();
+    env_names.dedup();
+    let era = match opts.era {
+        EraChoice::Modern => Era::Modern,
+        _ => Era::Legacy,
+    };
+    let requested = opts.protocol_version.clone().unwrap_or_else(|| {
+        if era == Era::Modern {
+            DEFAULT_MODERN
+        } else {
+            DEFAULT_LEGACY
+        }
+        .to_string()
+    });
+    let obs = Observation {
+        stamp,
+        host,
+        target: TargetSeen {
+            command: redactor.argv(&opts.command),
+            program: None,
+            program_sha256: None,
+            cwd: cwd.display().to_string(),
+            env_names,
+        },
+        era,
+        era_detection: None,
+        protocol_requested: requested,
+        protocol_version: None,
+        server: None,
+        capabilities: None,
+        tools: None,
+        call: None,
+        verdict: Verdict::Fail,
+        reasons: Vec::new(),
+        silence: None,
+        traffic: Default::default(),
+        stderr_bytes: 0,
+        stderr_tail: None,
+        timings: Timings::default(),
+        teardown: None,
+    };
+    let mut run = Run {
+        opts,
+        spec: None,
+        rpc: None,
+        obs,
+        redactor,
+        started: Instant::now(),
+        stderr_total: 0,
+    };
+
+    let digest = run.resolve(&cwd);
+    let _ = run.session();
+    run.finish(digest)
+}
+
+impl Run<'_> {
+    /// Finds the program; starts hashing it on a thread (a large interpreter takes tens of ms).
+    fn resolve(&mut self, cwd: &std::path::Path) -> Option<std::thread::JoinHandle<std::io::Result<String>>> {
+        let Some(name) = self.opts.command.first() else {
+            self.fail("no_command", "no server command was given");
+            return None;
+        };
+        let path_var = self
+            .opts
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| std::ffi::OsString::from(v))
+            .or_else(|| std::env::var_os("PATH"));
+        match program::resolve(name, cwd, path_var.as_deref()) {
+            Ok(path) => {
+                self.obs.target.program = Some(path.display().to_string());
+                self.spec = Some(SpawnSpec {
+                    program: path.clone(),
+                    argv0: name.clone(),
+                    args: self.opts.command[1..].to_vec(),
+                    env: self.opts.env.clone(),
+                    cwd: self.opts.cwd.as_ref().map(|_| cwd.to_path_buf()),
+                    max_line: self.opts.max_line,
+                });
+                Some(std::thread::spawn(move || program::sha256_file(&path)))
+            }
+            Err(e) => {
+                self.fail("program_not_found", format!("cannot start the server: {e}"));
+                None
+            }
+        }
+    }
+
+    fn session(&mut self) -> Step<()> {
+        if self.spec.is_none() {
+            return Err(Stop);
+        }
+        match self.opts.era {
+            EraChoice::Legacy => self.legacy()?,
+            EraChoice::Modern => self.modern()?,
+            EraChoice::Auto => self.auto()?,
+        }
+        if self.obs.reasons.is_empty() {
+            self.obs.verdict = Verdict::Pass;
+        }
+        if let Some(req) = &self.opts.call {
+            let req = req.clone();
+            self.call(&req);
+        }
+        Ok(())
+    }
+
+    /// Spawns a fresh server process.
+    fn spawn(&mut self) -> Step<()> {
+        let spec = self.spec.as_ref().expect("resolved before spawning");
+        match Server::spawn(spec) {
+            Ok(server) => {
+                self.rpc = Some(Rpc::new(server));
+                Ok(())
+            }
+            Err(e) => {
+                let msg = format!("cannot start {}: {e}", spec.program.display());
+                Err(self.fail("spawn_failed", msg))
+            }
+        }
+    }
+
+    pub(crate) fn rpc(&mut self) -> &mut Rpc {
+        self.rpc.as_mut().expect("spawned")
+    }
+
+    /// Records a failure reason.
+    pub(crate) fn fail(&mut self, code: &'static str, message: impl Into<String>) -> Stop {
+        self.obs.verdict = Verdict::Fail;
+        self.obs
+            .reasons
+            .push(Reason::new(code, self.redactor.text(&message.into())));
+        Stop
+    }
+
+    /// Records why a request got no reply, as a fail or (silence) inconclusive.
+    pub(crate) fn no_reply(&mut self, step: &str, why: NoReply) -> Stop {
+        match why {
+            NoReply::Timeout { waited_ms } => {
+                let server = &self.rpc.as_ref().expect("spawned").server;
+                self.obs.silence = Some(Silence {
+                    step: step.to_string(),
+                    waited_ms,
+                    stdout_bytes: server.stdout_bytes(),
+                    stderr_bytes: server.stderr_bytes(),
+                    alive: server.exit_status().is_none(),
+                });
+                self.obs.verdict = Verdict::Inconclusive;
+                let noise = self.rpc().traffic.noise_count;
+                let detail = if noise > 0 {
+                    format!(" ({noise} stdout lines were not JSON-RPC messages)")
+                } else {
+                    String::new()
+                };
+                self.obs.reasons.push(Reason::new(
+                    "no_reply",
+                    format!("no reply to {step} within {waited_ms} ms while the server was alive{detail}"),
+                ));
+                Stop
+            }
+            NoReply::Exited => {
+                let status = self.rpc().server.exit_status().map(ExitInfo::from);
+                let how = match status {
+                    Some(ExitInfo::Code(c)) => format!("exited with code {c}"),
+                    Some(ExitInfo::Signal(s)) => format!("was killed by signal {s}"),
+                    None => "exited".to_string(),
+                };
+                self.fail(
+                    "server_exited",
+                    format!("the server {how} before replying to {step}"),
+                )
+            }
+            NoReply::StdoutClosed => self.fail(
+                "stdout_closed",
+                format!("the server closed its stdout before replying to {step}"),
+            ),
+            NoReply::Oversize { bytes } => self.fail(
+                "line_too_long",
+                format!(
+                    "a stdout line grew past {} bytes ({bytes} seen) while waiting for {step}",
+                    self.opts.max_line
+                ),
+            ),
+            NoReply::StdinClosed => self.fail(
+                "stdin_closed",
+                format!("the server's stdin was closed; could not send {step}"),
+            ),
+        }
+    }
+
+    /// Tears down the current process (if any), keeping its stderr byte count.
+    pub(crate) fn stop_server(&mut self) -> Option<crate::transport::Teardown> {
+        let rpc = self.rpc.take()?;
+        self.obs.traffic = merge_traffic(std::mem::take(&mut self.obs.traffic), rpc.traffic);
+        let stderr = std::sync::Arc::clone(&rpc.server.stderr);
+        let teardown = rpc.server.teardown(self.opts.grace);
+        if let Ok(log) = stderr.lock() {
+            self.stderr_total += log.bytes;
+            if self.obs.verdict != Verdict::Pass || !self.obs.reasons.is_empty() {
+                self.obs.stderr_tail = Some(self.redactor.text(&log.text_tail()));
+            }
+        }
+        Some(teardown)
+    }
+
+    fn finish(mut self, digest: Option<std::thread::JoinHandle<std::io::Result<String>>>) -> Observation {
+        if let Some(rpc) = &self.rpc {
+            self.obs.timings.first_stdout = rpc.server.first_stdout_ms();
+        }
+        let teardown = self.stop_server();
+        if teardown.is_some() {
+            self.obs.teardown = teardown;
+        }
+        self.obs.stderr_bytes = self.stderr_total;
+        if let Some(handle) = digest {
+            match handle.join() {
+                Ok(Ok(hex)) => self.obs.target.program_sha256 = Some(hex),
+                Ok(Err(e)) => {
+                    self.fail(
+                        "program_unreadable",
+                        format!("cannot read the program to hash it: {e}"),
+                    );
+                }
+                Err(_) => {}
+            }
+        }
+        // Noise lines can carry secrets the server printed.
+        for (text, _) in &mut self.obs.traffic.noise {
+            *text = self.redactor.text(text);
+        }
+        self.obs.timings.total = self.started.elapsed().as_millis() as u64;
+        if self.obs.verdict == Verdict::Pass && !self.obs.reasons.is_empty() {
+            self.obs.verdict = Verdict::Fail;
+        }
+        self.obs
+    }
+}
+
+fn merge_traffic(mut a: crate::rpc::Traffic, b: crate::rpc::Traffic) -> crate::rpc::Traffic {
+    use crate::rpc::NOISE_KEEP;
+    a.noise_count += b.noise_count;
+    a.noise.extend(b.noise);
+    a.noise.truncate(NOISE_KEEP);
+    a.crlf_lines += b.crlf_lines;
+    a.notification_count += b.notification_count;
+    a.notifications.extend(b.notifications);
+    a.notifications.truncate(32);
+    a.server_request_count += b.server_request_count;
+    a.server_requests.extend(b.server_requests);
+    a.server_requests.truncate(32);
+    a.unmatched_replies += b.unmatched_replies;
+    a.max_line = a.max_line.max(b.max_line);
+    a.messages += b.messages;
+    a
+}

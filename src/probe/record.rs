@@ -1,0 +1,145 @@
+//! Turning an observation into the body of a `probe` evidence block (the chain fields,
+//! hash and signature are added by the evidence layer).
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::outcome::Observation;
+use crate::evidence::canonical;
+use crate::hex;
+use crate::transport::ExitInfo;
+
+fn sha256_hex(value: &Value) -> String {
+    hex::encode(&Sha256::digest(canonical::to_bytes(value)))
+}
+
+/// The target's identity: what was run, where, with which variables (names only).
+pub fn target_id(command: &[String], cwd: &str, env_names: &[String]) -> String {
+    sha256_hex(&json!({"command": command, "cwd": cwd, "env": env_names}))
+}
+
+/// The block body of a probe.
+pub fn block_body(obs: &Observation) -> Map<String, Value> {
+    let t = &obs.target;
+    let target = json!({
+        "id": target_id(&t.command, &t.cwd, &t.env_names),
+        "command": t.command,
+        "program": t.program,
+        "program_sha256": t.program_sha256,
+        "cwd": t.cwd,
+        "env": t.env_names,
+    });
+    let server = obs
+        .server
+        .as_ref()
+        .map(|s| json!({"name": s.name, "version": s.version}));
+    let tools = obs.tools.as_ref().map(
+        |t| json!({"count": t.count, "names": t.names, "pages": t.pages, "names_complete": t.names_complete}),
+    );
+    let call = obs.call.as_ref().map(|c| {
+        json!({
+            "tool": c.tool,
+            "outcome": c.outcome,
+            "argument_names": c.argument_names,
+            "content_types": c.content_types,
+            "preview": c.preview,
+            "result_sha256": c.result_sha256,
+            "error": c.error.as_ref().map(|(code, message)| json!({"code": code, "message": message})),
+            "elapsed_ms": c.elapsed_ms,
+        })
+    });
+    let reasons: Vec<Value> = obs
+        .reasons
+        .iter()
+        .map(|r| json!({"code": r.code, "message": r.message}))
+        .collect();
+    let silence = obs.silence.as_ref().map(|s| {
+        json!({
+            "step": s.step,
+            "waited_ms": s.waited_ms,
+            "stdout_bytes": s.stdout_bytes,
+            "stderr_bytes": s.stderr_bytes,
+            "alive": s.alive,
+        })
+    });
+    let tr = &obs.traffic;
+    let noise_lines: Vec<Value> = tr
+        .noise
+        .iter()
+        .map(|(text, kind)| json!({"text": text, "kind": kind}))
+        .collect();
+    let server_requests: Vec<Value> = tr
+        .server_requests
+        .iter()
+        .map(|(m, answer)| json!({"method": m, "answer": answer}))
+        .collect();
+    let teardown = obs.teardown.as_ref().map(|td| {
+        json!({
+            "ended_by": td.ended_by,
+            "after_ms": td.after_ms,
+            "exit": td.exit.map(|e| match e {
+                ExitInfo::Code(c) => json!({"code": c}),
+                ExitInfo::Signal(s) => json!({"signal": s}),
+            }),
+            "group_signals": td.group_signals,
+            "survivors": td.survivors,
+        })
+    });
+    let tm = &obs.timings;
+
+    // What was observed, without when or how fast: equal digests mean nothing changed.
+    let observation = json!({
+        "program_sha256": t.program_sha256,
+        "era": obs.era.as_str(),
+        "protocol_version": obs.protocol_version,
+        "server": server,
+        "capabilities": obs.capabilities,
+        "tools": obs.tools.as_ref().map(|t| json!({"count": t.count, "names": t.names})),
+        "call": obs.call.as_ref().map(|c| json!({"tool": c.tool, "outcome": c.outcome, "result_sha256": c.result_sha256})),
+        "verdict": obs.verdict.as_str(),
+        "reasons": obs.reasons.iter().map(|r| r.code).collect::<Vec<_>>(),
+    });
+
+    let body = json!({
+        "kind": "probe",
+        "observed_at": obs.stamp.rfc3339,
+        "tz": obs.stamp.tz,
+        "host": obs.host,
+        "tool": {"name": "mcp-witness", "version": env!("CARGO_PKG_VERSION")},
+        "target": target,
+        "era": obs.era.as_str(),
+        "era_detection": obs.era_detection,
+        "protocol_requested": obs.protocol_requested,
+        "protocol_version": obs.protocol_version,
+        "server": server,
+        "capabilities": obs.capabilities,
+        "tools": tools,
+        "call": call,
+        "verdict": obs.verdict.as_str(),
+        "reasons": reasons,
+        "silence": silence,
+        "stdout_noise": {"count": tr.noise_count, "lines": noise_lines, "crlf_lines": tr.crlf_lines},
+        "messages": {
+            "count": tr.messages,
+            "notifications": {"count": tr.notification_count, "methods": tr.notifications},
+            "server_requests": {"count": tr.server_request_count, "requests": server_requests},
+            "unmatched_replies": tr.unmatched_replies,
+            "max_line_bytes": tr.max_line,
+        },
+        "stderr": {"bytes": obs.stderr_bytes, "tail": obs.stderr_tail},
+        "timings_ms": {
+            "first_stdout": tm.first_stdout,
+            "discover": tm.discover,
+            "initialize": tm.initialize,
+            "tools_list": tm.tools_list,
+            "call": tm.call,
+            "total": tm.total,
+        },
+        "teardown": teardown,
+        "observation_sha256": sha256_hex(&observation),
+    });
+    match body {
+        Value::Object(map) => map,
+        _ => unreachable!("built as an object"),
+    }
+}

@@ -1,0 +1,172 @@
+//! Shared helpers for the integration tests: temporary folders, running the real binaries,
+//! reading evidence back.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
+
+pub const WITNESS: &str = env!("CARGO_BIN_EXE_mcp-witness");
+pub const FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-witness-fixture");
+
+/// A temporary folder, removed when dropped.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(label: &str) -> TempDir {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let dir = std::env::temp_dir().join(format!(
+            "mcpw-test-{label}-{}-{}-{nanos}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The outcome of one `mcp-witness` run.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    fn from(out: Output) -> Run {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+/// Runs `mcp-witness` with `args`, in `cwd`, with a private key in `dir`.
+pub fn witness(dir: &TempDir, args: &[&str]) -> Run {
+    let out = Command::new(WITNESS)
+        .args(args)
+        .current_dir(dir.path())
+        .env("MCP_WITNESS_KEY", dir.join("signing.key"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("mcp-witness runs");
+    Run::from(out)
+}
+
+/// A test bench: a folder with a key and one evidence file.
+pub struct Bench {
+    pub dir: TempDir,
+    pub evidence: PathBuf,
+}
+
+impl Bench {
+    pub fn new(label: &str) -> Bench {
+        let dir = TempDir::new(label);
+        let evidence = dir.join("evidence.jsonl");
+        Bench { dir, evidence }
+    }
+
+    /// `probe -e <evidence> <extra> -- <fixture> <behaviour...>`
+    pub fn probe_fixture(&self, extra: &[&str], behaviour: &[&str]) -> Run {
+        let ev = self.evidence.to_str().unwrap().to_string();
+        let mut args = vec!["probe", "-e", &ev];
+        args.extend_from_slice(extra);
+        args.push("--");
+        args.push(FIXTURE);
+        args.extend_from_slice(behaviour);
+        witness(&self.dir, &args)
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        witness(&self.dir, args)
+    }
+
+    /// Every block in the evidence file.
+    pub fn blocks(&self) -> Vec<Value> {
+        match std::fs::read_to_string(&self.evidence) {
+            Ok(text) => text.lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    pub fn last_block(&self) -> Value {
+        self.blocks().pop().expect("a block was recorded")
+    }
+
+    pub fn public_key(&self) -> String {
+        let run = self.run(&["key"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        run.stdout.trim().to_string()
+    }
+}
+
+/// Pids of live processes whose environment holds `marker` (as `KEY=VALUE`).
+pub fn processes_with_env(marker: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        let live = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with('Z')))
+            .is_some_and(|zombie| !zombie);
+        if live && env.split(|&b| b == 0).any(|kv| kv == marker.as_bytes()) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// A marker unique to this test run, for `processes_with_env`.
+pub fn unique_marker(label: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("MCPW_TEST_MARKER={label}-{}-{nanos}", std::process::id())
+}
+
+/// Names of the reasons in a block.
+pub fn reason_codes(block: &Value) -> Vec<String> {
+    block["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+pub fn tool_names(block: &Value) -> Vec<String> {
+    block["tools"]["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect()
+}
