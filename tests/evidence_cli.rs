@@ -1,0 +1,455 @@
+//! The evidence file through the CLI: tampering of every kind is caught and the first broken
+//! line named, concurrent writers chain correctly, torn lines are refused and repaired, keys
+//! are private, and the probe options that decide what gets written behave.
+
+mod common;
+
+use std::fs;
+use std::io::Write;
+
+use common::*;
+use serde_json::Value;
+
+/// A bench with four blocks from four different probes.
+fn four_blocks(label: &str) -> Bench {
+    let b = Bench::new(label);
+    for behaviour in [&["correct"][..], &["paginated"], &["banner"], &["empty-tools"]] {
+        let run = b.probe_fixture(&[], behaviour);
+        assert!(run.code == 0 || run.code == 1, "{}{}", run.stdout, run.stderr);
+    }
+    assert_eq!(b.blocks().len(), 4);
+    b
+}
+
+fn lines(b: &Bench) -> Vec<String> {
+    fs::read_to_string(&b.evidence)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn write_lines(b: &Bench, lines: &[String]) {
+    let mut text = lines.join("\n");
+    text.push('\n');
+    fs::write(&b.evidence, text).unwrap();
+}
+
+fn verify(b: &Bench, extra: &[&str]) -> Run {
+    let mut args = vec!["verify"];
+    args.extend_from_slice(extra);
+    args.push(b.evidence.to_str().unwrap());
+    b.run(&args)
+}
+
+fn assert_broken_at(run: &Run, line: u64, code: &str) {
+    assert_eq!(run.code, 1, "verify must fail: {}{}", run.stdout, run.stderr);
+    let needle = format!("line {line}");
+    assert!(
+        run.stdout.contains(&needle),
+        "expected {needle} in: {}",
+        run.stdout
+    );
+    assert!(run.stdout.contains(code), "expected {code} in: {}", run.stdout);
+}
+
+#[test]
+fn an_untouched_file_verifies_and_pins_to_its_key() {
+    let b = four_blocks("intact");
+    let run = verify(&b, &[]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("intact") && run.stdout.contains("4 blocks"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr.contains("only self-consistent"),
+        "without --trust, say so: {}",
+        run.stderr
+    );
+
+    let key = b.public_key();
+    let run = verify(&b, &["--trust", &key]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(!run.stderr.contains("self-consistent"));
+
+    let keyfile = b.dir.join("trusted.txt");
+    fs::write(&keyfile, format!("# the CI signer\n{key}\n")).unwrap();
+    assert_eq!(verify(&b, &["--trust", keyfile.to_str().unwrap()]).code, 0);
+}
+
+#[test]
+fn a_flipped_byte_is_caught_at_its_line() {
+    let b = four_blocks("flip");
+    let mut all = lines(&b);
+    // Flip one hex digit inside the program digest of block 3.
+    let digest = serde_json::from_str::<Value>(&all[2]).unwrap()["target"]["program_sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let flipped = format!(
+        "{}{}",
+        if digest.starts_with('0') { "1" } else { "0" },
+        &digest[1..]
+    );
+    all[2] = all[2].replace(&digest, &flipped);
+    write_lines(&b, &all);
+    assert_broken_at(&verify(&b, &[]), 3, "hash_mismatch");
+}
+
+#[test]
+fn a_deleted_line_is_caught() {
+    let b = four_blocks("delete");
+    let mut all = lines(&b);
+    all.remove(1);
+    write_lines(&b, &all);
+    assert_broken_at(&verify(&b, &[]), 2, "seq_gap");
+}
+
+#[test]
+fn swapped_lines_are_caught() {
+    let b = four_blocks("swap");
+    let mut all = lines(&b);
+    all.swap(1, 2);
+    write_lines(&b, &all);
+    assert_broken_at(&verify(&b, &[]), 2, "seq_gap");
+}
+
+#[test]
+fn a_duplicated_line_is_caught() {
+    let b = four_blocks("dupline");
+    let mut all = lines(&b);
+    let copy = all[1].clone();
+    all.insert(2, copy);
+    write_lines(&b, &all);
+    assert_broken_at(&verify(&b, &[]), 3, "seq_gap");
+}
+
+#[test]
+fn appended_garbage_is_caught() {
+    let b = four_blocks("garbage");
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&b.evidence)
+        .unwrap()
+        .write_all(b"not a block\n")
+        .unwrap();
+    assert_broken_at(&verify(&b, &[]), 5, "not_json");
+}
+
+#[test]
+fn an_edited_field_is_caught_even_when_the_line_stays_canonical() {
+    let b = four_blocks("edit");
+    let mut all = lines(&b);
+    let mut v: Value = serde_json::from_str(&all[3]).unwrap();
+    v["verdict"] = "pass".into();
+    v["reasons"] = serde_json::json!([]);
+    all[3] = serde_json::to_string(&v).unwrap();
+    write_lines(&b, &all);
+    assert_broken_at(&verify(&b, &[]), 4, "hash_mismatch");
+
+    let mut all = lines(&b);
+    all[3] = all[3].replacen("{\"call\"", "{ \"call\"", 1);
+    write_lines(&b, &all);
+    assert_broken_at(&verify(&b, &[]), 4, "not_canonical");
+}
+
+#[test]
+fn a_file_re_signed_with_another_key_fails_against_the_trusted_key() {
+    use mcp_witness::evidence::block::{Link, seal};
+    let b = four_blocks("resign");
+    let trusted = b.public_key();
+    // An attacker with their own key rewrites and re-chains the whole file consistently.
+    let other = ed25519_dalek::SigningKey::from_bytes(&[42u8; 32]);
+    let mut prev = mcp_witness::evidence::block::GENESIS_PREV.to_string();
+    let mut out = Vec::new();
+    for line in lines(&b) {
+        let v: Value = serde_json::from_str(&line).unwrap();
+        let mut body = v.as_object().unwrap().clone();
+        body.insert("verdict".into(), "pass".into());
+        let link = Link {
+            seq: v["seq"].as_u64().unwrap(),
+            prev: prev.clone(),
+            file_id: v["file_id"].as_str().unwrap().to_string(),
+        };
+        let sealed = seal(body, &link, &other);
+        prev = sealed.hash.clone();
+        out.push(String::from_utf8(sealed.line).unwrap().trim_end().to_string());
+    }
+    write_lines(&b, &out);
+    let run = verify(&b, &[]);
+    assert_eq!(
+        run.code, 0,
+        "self-consistent, which is why pinning matters: {}",
+        run.stdout
+    );
+    assert_broken_at(&verify(&b, &["--trust", &trusted]), 1, "untrusted_key");
+}
+
+#[test]
+fn a_block_from_another_file_is_caught_by_its_file_id() {
+    use mcp_witness::evidence::block::{Link, seal};
+    let b = four_blocks("foreign");
+    let key = mcp_witness::evidence::keys::load(&b.dir.join("signing.key")).unwrap();
+    let all = lines(&b);
+    let last: Value = serde_json::from_str(&all[3]).unwrap();
+    let mut body = last.as_object().unwrap().clone();
+    body.insert("observed_at".into(), "2030-01-01T00:00:00.000+00:00".into());
+    let link = Link {
+        seq: 5,
+        prev: last["hash"].as_str().unwrap().into(),
+        file_id: "ffffffffffffffffffffffffffffffff".into(),
+    };
+    let sealed = seal(body, &link, &key);
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&b.evidence)
+        .unwrap()
+        .write_all(&sealed.line)
+        .unwrap();
+    assert_broken_at(&verify(&b, &[]), 5, "foreign_block");
+}
+
+#[test]
+fn truncation_past_an_anchored_head_is_caught() {
+    let b = four_blocks("head");
+    let all = lines(&b);
+    let head: Value = serde_json::from_str(&all[3]).unwrap();
+    let head = head["hash"].as_str().unwrap().to_string();
+    assert_eq!(verify(&b, &["--head", &head]).code, 0);
+    write_lines(&b, &all[..3]);
+    let run = verify(&b, &[]);
+    assert_eq!(run.code, 0, "a clean truncation is invisible without an anchor");
+    assert_broken_at(&verify(&b, &["--head", &head]), 4, "head_missing");
+    assert_eq!(verify(&b, &["--head", "nothex"]).code, 2);
+}
+
+#[test]
+fn verify_json_names_the_first_broken_line() {
+    let b = four_blocks("json");
+    let mut all = lines(&b);
+    all.remove(2);
+    write_lines(&b, &all);
+    let run = verify(&b, &["--json"]);
+    assert_eq!(run.code, 1);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["intact"], false);
+    let file = &report["files"][0];
+    assert_eq!(file["broken"]["line"], 3);
+    assert_eq!(file["broken"]["seq"], 4);
+    assert_eq!(file["broken"]["code"], "seq_gap");
+    assert_eq!(file["blocks"], 2);
+    assert_eq!(file["trust"], "self-consistent");
+}
+
+#[test]
+fn verify_of_a_missing_file_is_a_usage_error() {
+    let b = Bench::new("missing");
+    assert_eq!(verify(&b, &[]).code, 2);
+}
+
+#[test]
+fn eight_concurrent_probes_yield_eight_chained_blocks() {
+    let b = Bench::new("concurrent");
+    let ev = b.evidence.to_str().unwrap().to_string();
+    // Create the key first so the eight do not race to create it.
+    assert_eq!(b.run(&["keygen"]).code, 0);
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            std::process::Command::new(WITNESS)
+                .args([
+                    "probe",
+                    "-e",
+                    &ev,
+                    "--env",
+                    &format!("WRITER={i}"),
+                    "--",
+                    FIXTURE,
+                    "correct",
+                ])
+                .current_dir(b.dir.path())
+                .env("MCP_WITNESS_KEY", b.dir.join("signing.key"))
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let seqs: Vec<u64> = b.blocks().iter().map(|v| v["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=8).collect::<Vec<_>>());
+    let run = verify(&b, &["--trust", &b.public_key()]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+}
+
+#[test]
+fn a_torn_last_line_is_refused_then_repaired_exactly() {
+    let b = four_blocks("torn");
+    let good = fs::read(&b.evidence).unwrap();
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&b.evidence)
+        .unwrap()
+        .write_all(b"{\"seq\":5,\"half")
+        .unwrap();
+
+    assert_broken_at(&verify(&b, &[]), 5, "torn_tail");
+    let run = b.probe_fixture(&[], &["correct"]);
+    assert_eq!(run.code, 2, "never chain onto a torn line: {}", run.stdout);
+    assert!(
+        run.stderr.contains(&format!("offset {}", good.len())),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("mcp-witness repair"), "{}", run.stderr);
+
+    let run = b.run(&["repair", b.evidence.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        fs::read(&b.evidence).unwrap(),
+        good,
+        "repair changes nothing but the torn bytes"
+    );
+    let side = format!("{}.torn", b.evidence.display());
+    assert_eq!(fs::read(side).unwrap(), b"{\"seq\":5,\"half");
+    assert_eq!(b.probe_fixture(&[], &["correct"]).code, 0);
+    assert_eq!(verify(&b, &[]).code, 0);
+    assert_eq!(b.blocks().len(), 5);
+}
+
+#[test]
+fn keys_are_created_private_on_first_use_and_a_readable_key_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let b = Bench::new("keys");
+    let run = b.probe_fixture(&[], &["correct"]);
+    assert_eq!(run.code, 0);
+    assert!(run.stderr.contains("created signing key"), "{}", run.stderr);
+    let key_path = b.dir.join("signing.key");
+    assert_eq!(
+        fs::metadata(&key_path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let public = b.public_key();
+    assert!(public.starts_with("ed25519:") && public.len() == 8 + 64);
+    assert_eq!(b.last_block()["key"], public.as_str());
+
+    assert_eq!(
+        b.run(&["keygen"]).code,
+        2,
+        "keygen never replaces a key without --force"
+    );
+    fs::set_permissions(&key_path, fs::Permissions::from_mode(0o644)).unwrap();
+    let run = b.probe_fixture(&[], &["correct"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("chmod 600"), "{}", run.stderr);
+    assert_eq!(b.blocks().len(), 1, "nothing written with a refused key");
+}
+
+#[test]
+fn if_changed_skips_an_unchanged_observation_and_names_the_block() {
+    let b = Bench::new("ifchanged");
+    assert_eq!(b.probe_fixture(&["--if-changed"], &["correct"]).code, 0);
+    let run = b.probe_fixture(&["--if-changed"], &["correct"]);
+    assert_eq!(run.code, 0);
+    assert!(run.stdout.contains("matches block seq 1"), "{}", run.stdout);
+    assert_eq!(b.blocks().len(), 1);
+    assert_eq!(b.probe_fixture(&["--if-changed"], &["paginated"]).code, 0);
+    assert_eq!(b.blocks().len(), 2, "another target is always new");
+}
+
+#[test]
+fn json_output_is_the_appended_block() {
+    let b = Bench::new("jsonout");
+    let run = b.probe_fixture(&["--json"], &["correct"]);
+    assert_eq!(run.code, 0);
+    let printed: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(printed, b.last_block());
+    assert!(
+        run.stderr.contains("seq 1 head"),
+        "the head goes to stderr in --json mode: {}",
+        run.stderr
+    );
+}
+
+#[test]
+fn no_record_writes_nothing() {
+    let b = Bench::new("norecord");
+    let run = b.probe_fixture(&["--no-record"], &["correct"]);
+    assert_eq!(run.code, 0);
+    assert!(!b.evidence.exists());
+    assert!(
+        !b.dir.join("signing.key").exists(),
+        "no key is created when nothing is signed"
+    );
+}
+
+#[test]
+fn the_default_evidence_file_is_under_the_current_folder() {
+    let b = Bench::new("default");
+    let run = b.run(&["probe", "--", FIXTURE, "correct"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let path = b.dir.join("evidence").join("probes.jsonl");
+    assert!(run.stdout.contains(path.to_str().unwrap()), "{}", run.stdout);
+    assert_eq!(fs::read_to_string(path).unwrap().lines().count(), 1);
+}
+
+#[test]
+fn servers_come_from_client_configs_of_both_shapes() {
+    let b = Bench::new("config");
+    let claude = b.dir.join("claude.json");
+    fs::write(
+        &claude,
+        serde_json::json!({"mcpServers": {"fx": {"command": FIXTURE, "args": ["paginated"], "env": {"API_TOKEN": "abc12345"}}}})
+            .to_string(),
+    )
+    .unwrap();
+    let ev = b.evidence.to_str().unwrap();
+    let run = b.run(&[
+        "probe",
+        "-e",
+        ev,
+        "--config",
+        claude.to_str().unwrap(),
+        "--server",
+        "fx",
+    ]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let block = b.last_block();
+    assert_eq!(block["tools"]["count"], 7);
+    assert_eq!(block["target"]["env"], serde_json::json!(["API_TOKEN"]));
+    assert!(!fs::read_to_string(&b.evidence).unwrap().contains("abc12345"));
+
+    let vscode = b.dir.join("mcp.json");
+    fs::write(
+        &vscode,
+        "{ // VS Code\n \"servers\": {\"web\": {\"type\": \"http\", \"url\": \"http://127.0.0.1:1\"},}}",
+    )
+    .unwrap();
+    let run = b.run(&[
+        "probe",
+        "-e",
+        ev,
+        "--config",
+        vscode.to_str().unwrap(),
+        "--server",
+        "web",
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("not a stdio server"), "{}", run.stderr);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let b = Bench::new("usage");
+    assert_eq!(b.run(&["probe"]).code, 2);
+    assert_eq!(b.run(&["probe", "--timeout", "-1", "--", FIXTURE]).code, 2);
+    assert_eq!(b.run(&["probe", "--env", "NOEQUALS", "--", FIXTURE]).code, 2);
+    assert_eq!(b.run(&["verify"]).code, 2);
+    let help = b.run(&["--help"]);
+    assert!(
+        help.stdout.contains("3 inconclusive"),
+        "exit codes are documented in --help"
+    );
+}
