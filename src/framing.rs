@@ -170,7 +170,7 @@ mod tests {
 
     #[test]
     fn noise_is_classified_and_crlf_is_tolerated() {
-        assert_eq!(decode(b"{\"id\":1}\r").crlf, true);
+        assert!(decode(b"{\"id\":1}\r").crlf);
         assert!(matches!(decode(b"{\"id\":1}\r").kind, LineKind::Message(_)));
         assert_eq!(decode(b"\xEF\xBB\xBF{}").kind, LineKind::Noise(Noise::Bom));
         assert_eq!(decode(b"\xff\xfe log").kind, LineKind::Noise(Noise::InvalidUtf8));

@@ -64,11 +64,12 @@ impl Redactor {
                 if secret_name(name) {
                     secrets.push(value.to_string());
                 }
-            } else if arg.starts_with('-') && secret_name(arg) {
-                if let Some(next) = iter.peek().filter(|n| !n.starts_with('-')) {
-                    secrets.push((*next).clone());
-                    iter.next();
-                }
+            } else if arg.starts_with('-')
+                && secret_name(arg)
+                && let Some(next) = iter.peek().filter(|n| !n.starts_with('-'))
+            {
+                secrets.push((*next).clone());
+                iter.next();
             }
         }
         Redactor::with_secrets(secrets)

@@ -35,7 +35,7 @@ impl Run<'_> {
             if let Some(v) = &modern {
                 params.insert("_meta".into(), modern_meta(v));
             }
-            let params = (!params.is_empty()).then(|| Value::Object(params));
+            let params = (!params.is_empty()).then_some(Value::Object(params));
             let reply = self.rpc().request("tools/list", params, timeout);
             seen.pages += 1;
             let page = match reply {

@@ -170,3 +170,58 @@ pub fn tool_names(block: &Value) -> Vec<String> {
         .map(|n| n.as_str().unwrap().to_string())
         .collect()
 }
+
+/// Where `scripts/install-reference-servers` put the real servers. Fails the test with
+/// the command to run when they are not installed: a reference test never skips quietly.
+pub fn reference_dir() -> PathBuf {
+    let dir = std::env::var_os("MCP_WITNESS_REFERENCE_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("reference-servers"));
+    let marker = dir.join("node/node_modules/@modelcontextprotocol/server-everything/package.json");
+    assert!(
+        marker.exists() && dir.join("venv/bin/mcp-server-time").exists(),
+        "reference servers are not installed in {}: run scripts/install-reference-servers (scripts/test does)",
+        dir.display()
+    );
+    dir
+}
+
+/// An independent, minimal client: sends initialize, initialized and tools/list over real
+/// pipes and returns the tool names exactly as the server replied. It shares no code with
+/// mcp-witness, so the probe's record can be checked against it.
+pub fn tool_names_by_hand(argv: &[String]) -> Vec<String> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("server starts");
+    let mut stdin = child.stdin.take().unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"by-hand","version":"0"}}}"#;
+    writeln!(stdin, "{init}").unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut names = None;
+    let mut line = String::new();
+    while names.is_none() {
+        line.clear();
+        if reader.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else { continue };
+        if msg["id"] == 1 && msg.get("result").is_some() {
+            writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+            writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list"}}"#).unwrap();
+        }
+        if msg["id"] == 2 {
+            names = Some(
+                msg["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect(),
+            );
+        }
+    }
+    drop(stdin);
+    let _ = child.wait();
+    names.expect("the server answered tools/list")
+}

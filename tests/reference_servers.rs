@@ -1,0 +1,112 @@
+//! `probe` against real reference servers from npm and PyPI, installed by
+//! `scripts/install-reference-servers`. The recorded tool names must equal what each server
+//! replies to an independent client, and the committed regression evidence must still match.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use serde_json::Value;
+
+fn everything(dir: &Path) -> Vec<String> {
+    let index = dir.join("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    vec!["node".into(), index.display().to_string(), "stdio".into()]
+}
+
+fn time_server(dir: &Path) -> Vec<String> {
+    vec![dir.join("venv/bin/mcp-server-time").display().to_string(), "--local-timezone".into(), "UTC".into()]
+}
+
+fn probe(b: &Bench, extra: &[&str], argv: &[String]) -> Value {
+    let ev = b.evidence.to_str().unwrap().to_string();
+    let mut args: Vec<&str> = vec!["probe", "-e", &ev, "--timeout", "30"];
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.extend(argv.iter().map(String::as_str));
+    let run = b.run(&args);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    b.last_block()
+}
+
+#[test]
+fn server_everything_passes_with_its_tools_exactly_as_replied() {
+    let dir = reference_dir();
+    let b = Bench::new("everything");
+    let argv = everything(&dir);
+    let block = probe(&b, &["--call", "echo", "--call-args", r#"{"message":"witnessed"}"#], &argv);
+    assert_eq!(block["server"]["name"], "mcp-servers/everything");
+    assert_eq!(block["protocol_version"], "2025-11-25");
+    assert_eq!(tool_names(&block), tool_names_by_hand(&argv));
+    assert!(tool_names(&block).contains(&"echo".to_string()));
+    assert_eq!(block["call"]["outcome"], "ok");
+    assert!(block["call"]["preview"].as_str().unwrap().contains("witnessed"));
+    // It announces a list change before its tools/list reply: matched by id regardless.
+    assert!(block["messages"]["notifications"]["count"].as_u64().unwrap() >= 1);
+    assert_eq!(block["teardown"]["ended_by"], "stdin_eof");
+}
+
+#[test]
+fn server_everything_through_npx_leaves_no_process_behind() {
+    let dir = reference_dir();
+    let b = Bench::new("everything-npx");
+    let marker = unique_marker("npx");
+    let prefix = dir.join("node").display().to_string();
+    let argv: Vec<String> =
+        ["npx", "--prefix", &prefix, "--no-install", "mcp-server-everything", "stdio"].iter().map(|s| s.to_string()).collect();
+    let block = probe(&b, &["--env", &marker], &argv);
+    assert_eq!(tool_names(&block), tool_names_by_hand(&everything(&dir)));
+    assert_eq!(block["teardown"]["survivors"], serde_json::json!([]));
+    assert!(block["target"]["program"].as_str().unwrap().ends_with("/npx"));
+    assert_eq!(processes_with_env(&marker), Vec::<u32>::new(), "npm exec, sh and node must all be gone");
+}
+
+#[test]
+fn mcp_server_time_passes_and_its_call_is_recorded() {
+    let dir = reference_dir();
+    let b = Bench::new("time");
+    let argv = time_server(&dir);
+    let block = probe(&b, &["--call", "get_current_time", "--call-args", r#"{"timezone":"UTC"}"#], &argv);
+    assert_eq!(block["server"]["name"], "mcp-time");
+    assert_eq!(tool_names(&block), ["get_current_time", "convert_time"]);
+    assert_eq!(tool_names(&block), tool_names_by_hand(&argv));
+    assert_eq!(block["call"]["outcome"], "ok");
+    assert!(block["call"]["preview"].as_str().unwrap().contains("UTC"));
+}
+
+#[test]
+fn auto_era_finds_modern_on_mcp_server_time_and_legacy_on_everything() {
+    let dir = reference_dir();
+    let b = Bench::new("auto-ref");
+    let block = probe(&b, &["--era", "auto"], &time_server(&dir));
+    assert_eq!(block["era"], "modern");
+    assert_eq!(block["protocol_version"], "2026-07-28");
+    assert_eq!(tool_names(&block), ["get_current_time", "convert_time"]);
+    let block = probe(&b, &["--era", "auto"], &everything(&dir));
+    assert_eq!(block["era"], "legacy");
+    assert!(block["era_detection"].as_str().unwrap().contains("-32601"));
+}
+
+#[test]
+fn the_committed_regression_evidence_verifies_and_still_matches_the_servers() {
+    let dir = reference_dir();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let file = root.join("evidence/reference-servers.jsonl");
+    let trust = root.join("evidence/reference-servers.pub");
+    let b = Bench::new("regression");
+    let run = b.run(&["verify", "--trust", trust.to_str().unwrap(), file.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+
+    let text = std::fs::read_to_string(&file).unwrap();
+    let latest = |server: &str| -> Vec<String> {
+        let block = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|v| v["server"]["name"] == server && v["verdict"] == "pass")
+            .last()
+            .unwrap_or_else(|| panic!("no passing block of {server} in {}", file.display()));
+        tool_names(&block)
+    };
+    assert_eq!(latest("mcp-servers/everything"), tool_names_by_hand(&everything(&dir)));
+    assert_eq!(latest("mcp-time"), tool_names_by_hand(&time_server(&dir)));
+}
