@@ -15,7 +15,11 @@ fn everything(dir: &Path) -> Vec<String> {
 }
 
 fn time_server(dir: &Path) -> Vec<String> {
-    vec![dir.join("venv/bin/mcp-server-time").display().to_string(), "--local-timezone".into(), "UTC".into()]
+    vec![
+        dir.join("venv/bin/mcp-server-time").display().to_string(),
+        "--local-timezone".into(),
+        "UTC".into(),
+    ]
 }
 
 fn probe(b: &Bench, extra: &[&str], argv: &[String]) -> Value {
@@ -34,7 +38,11 @@ fn server_everything_passes_with_its_tools_exactly_as_replied() {
     let dir = reference_dir();
     let b = Bench::new("everything");
     let argv = everything(&dir);
-    let block = probe(&b, &["--call", "echo", "--call-args", r#"{"message":"witnessed"}"#], &argv);
+    let block = probe(
+        &b,
+        &["--call", "echo", "--call-args", r#"{"message":"witnessed"}"#],
+        &argv,
+    );
     assert_eq!(block["server"]["name"], "mcp-servers/everything");
     assert_eq!(block["protocol_version"], "2025-11-25");
     assert_eq!(tool_names(&block), tool_names_by_hand(&argv));
@@ -52,13 +60,26 @@ fn server_everything_through_npx_leaves_no_process_behind() {
     let b = Bench::new("everything-npx");
     let marker = unique_marker("npx");
     let prefix = dir.join("node").display().to_string();
-    let argv: Vec<String> =
-        ["npx", "--prefix", &prefix, "--no-install", "mcp-server-everything", "stdio"].iter().map(|s| s.to_string()).collect();
+    let argv: Vec<String> = [
+        "npx",
+        "--prefix",
+        &prefix,
+        "--no-install",
+        "mcp-server-everything",
+        "stdio",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     let block = probe(&b, &["--env", &marker], &argv);
     assert_eq!(tool_names(&block), tool_names_by_hand(&everything(&dir)));
     assert_eq!(block["teardown"]["survivors"], serde_json::json!([]));
     assert!(block["target"]["program"].as_str().unwrap().ends_with("/npx"));
-    assert_eq!(processes_with_env(&marker), Vec::<u32>::new(), "npm exec, sh and node must all be gone");
+    assert_eq!(
+        processes_with_env(&marker),
+        Vec::<u32>::new(),
+        "npm exec, sh and node must all be gone"
+    );
 }
 
 #[test]
@@ -66,7 +87,16 @@ fn mcp_server_time_passes_and_its_call_is_recorded() {
     let dir = reference_dir();
     let b = Bench::new("time");
     let argv = time_server(&dir);
-    let block = probe(&b, &["--call", "get_current_time", "--call-args", r#"{"timezone":"UTC"}"#], &argv);
+    let block = probe(
+        &b,
+        &[
+            "--call",
+            "get_current_time",
+            "--call-args",
+            r#"{"timezone":"UTC"}"#,
+        ],
+        &argv,
+    );
     assert_eq!(block["server"]["name"], "mcp-time");
     assert_eq!(tool_names(&block), ["get_current_time", "convert_time"]);
     assert_eq!(tool_names(&block), tool_names_by_hand(&argv));
@@ -94,7 +124,12 @@ fn the_committed_regression_evidence_verifies_and_still_matches_the_servers() {
     let file = root.join("evidence/reference-servers.jsonl");
     let trust = root.join("evidence/reference-servers.pub");
     let b = Bench::new("regression");
-    let run = b.run(&["verify", "--trust", trust.to_str().unwrap(), file.to_str().unwrap()]);
+    let run = b.run(&[
+        "verify",
+        "--trust",
+        trust.to_str().unwrap(),
+        file.to_str().unwrap(),
+    ]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
 
     let text = std::fs::read_to_string(&file).unwrap();
@@ -107,6 +142,9 @@ fn the_committed_regression_evidence_verifies_and_still_matches_the_servers() {
             .unwrap_or_else(|| panic!("no passing block of {server} in {}", file.display()));
         tool_names(&block)
     };
-    assert_eq!(latest("mcp-servers/everything"), tool_names_by_hand(&everything(&dir)));
+    assert_eq!(
+        latest("mcp-servers/everything"),
+        tool_names_by_hand(&everything(&dir))
+    );
     assert_eq!(latest("mcp-time"), tool_names_by_hand(&time_server(&dir)));
 }

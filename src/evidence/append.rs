@@ -160,7 +160,7 @@ pub fn append(
         }
         if if_changed
             && let Some(latest) = latest_of_target(&file, shape.complete, &target_id).map_err(io_err)?
-            && latest.value.get("observation_sha256").and_then(Value::as_str) == observation.as_deref()
+            && latest.observation_sha256 == observation
         {
             return Ok(Outcome::Unchanged {
                 seq: latest.seq,

@@ -6,10 +6,14 @@
 use std::fmt;
 
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::canonical;
+use super::canonical_scan;
 use super::keys;
 use crate::hex;
 
@@ -70,7 +74,8 @@ pub enum BlockError {
     TooLong(usize),
     NotJson(String),
     NotObject,
-    NotCanonical,
+    /// Not byte-for-byte its canonical form: the offset and what was found there.
+    NotCanonical(usize, &'static str),
     Unfit(String),
     Field(&'static str, &'static str),
     UnknownFormat(String),
@@ -85,7 +90,7 @@ impl BlockError {
             BlockError::TooLong(_) => "line_too_long",
             BlockError::NotJson(_) => "not_json",
             BlockError::NotObject => "not_object",
-            BlockError::NotCanonical => "not_canonical",
+            BlockError::NotCanonical(..) => "not_canonical",
             BlockError::Unfit(_) => "non_integer_number",
             BlockError::Field(..) => "bad_field",
             BlockError::UnknownFormat(_) => "unknown_format",
@@ -101,9 +106,9 @@ impl fmt::Display for BlockError {
             BlockError::TooLong(n) => write!(f, "line of {n} bytes is longer than any block ({MAX_LINE})"),
             BlockError::NotJson(e) => write!(f, "not JSON: {e}"),
             BlockError::NotObject => write!(f, "not a JSON object"),
-            BlockError::NotCanonical => write!(
+            BlockError::NotCanonical(at, what) => write!(
                 f,
-                "not in canonical form (keys sorted, no whitespace): the line was edited or re-encoded"
+                "not in canonical form ({what} at byte {at}): the line was edited or re-encoded"
             ),
             BlockError::Unfit(path) => write!(f, "number at {path} is not a safe integer"),
             BlockError::Field(name, problem) => write!(f, "field `{name}` {problem}"),
@@ -128,8 +133,49 @@ pub struct Checked {
     pub kind: String,
     pub observed_at: String,
     pub target_id: String,
-    /// The full block, for callers that want more than the chain fields.
-    pub value: Value,
+    /// What `--if-changed` compares (absent in blocks that do not carry it).
+    pub observation_sha256: Option<String>,
+}
+
+/// The envelope fields every block has, read without building the whole value.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    format: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    kind: Option<Cow<'a, str>>,
+    seq: Option<Value>,
+    #[serde(borrow)]
+    prev: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    file_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    hash: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    sig: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    key: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    observed_at: Option<Cow<'a, str>>,
+    #[serde(default, deserialize_with = "present")]
+    tz: Option<Value>,
+    host: Option<Value>,
+    tool: Option<Value>,
+    #[serde(borrow)]
+    target: Option<TargetId<'a>>,
+    #[serde(borrow)]
+    observation_sha256: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct TargetId<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+}
+
+/// Distinguishes a field that is `null` from one that is missing.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
 }
 
 /// Checks one line (without its newline): canonical form, fields, hash and signature
@@ -138,83 +184,73 @@ pub fn check_line(line: &[u8]) -> Result<Checked, BlockError> {
     if line.len() > MAX_LINE {
         return Err(BlockError::TooLong(line.len()));
     }
-    let mut value: Value = serde_json::from_slice(line).map_err(|e| BlockError::NotJson(e.to_string()))?;
-    if !value.is_object() {
-        return Err(BlockError::NotObject);
-    }
-    if canonical::to_bytes(&value) != line {
-        return Err(BlockError::NotCanonical);
-    }
-    canonical::check_fit(&value).map_err(|canonical::Unfit::Number(p)| BlockError::Unfit(p))?;
-    let map = value.as_object().expect("checked above");
+    let unsigned = match canonical_scan::scan(line) {
+        Ok(u) => u,
+        Err(e) => return Err(classify_noncanonical(line, e)),
+    };
+    let env: Envelope = serde_json::from_slice(line).map_err(|e| BlockError::NotJson(e.to_string()))?;
 
-    let format = string(map, "format")?;
+    let format = env
+        .format
+        .ok_or(BlockError::Field("format", "must be a string"))?;
     if format != FORMAT {
         return Err(BlockError::UnknownFormat(format.chars().take(64).collect()));
     }
-    let kind = string(map, "kind")?;
-    if !KINDS.contains(&kind) {
+    let kind = env.kind.ok_or(BlockError::Field("kind", "must be a string"))?;
+    if !KINDS.contains(&kind.as_ref()) {
         return Err(BlockError::Field("kind", "is not one of probe, check, client"));
     }
-    let seq = map
-        .get("seq")
+    let seq = env
+        .seq
+        .as_ref()
         .and_then(Value::as_u64)
         .filter(|&s| s >= 1)
         .ok_or(BlockError::Field("seq", "must be an integer from 1"))?;
-    let prev = hex_field::<32>(map, "prev")?;
-    let file_id = hex_field::<16>(map, "file_id")?;
-    let hash = hex_field::<32>(map, "hash")?;
-    let sig_hex = string(map, "sig")?;
-    let sig = hex::decode_exact::<64>(sig_hex)
+    let prev = hex_field::<32>(env.prev, "prev")?;
+    let file_id = hex_field::<16>(env.file_id, "file_id")?;
+    let hash = hex_field::<32>(env.hash, "hash")?;
+    let sig = env
+        .sig
+        .as_deref()
+        .and_then(hex::decode_exact::<64>)
         .ok_or(BlockError::Field("sig", "must be 128 lower-case hex digits"))?;
-    let key = keys::parse_public(string(map, "key")?)
-        .map_err(|_| BlockError::Field("key", "must be `ed25519:<64 hex>`"))?;
-    let observed_at = string(map, "observed_at")?;
-    if crate::clock::parse(observed_at).is_none() {
+    let key = env
+        .key
+        .as_deref()
+        .and_then(|k| keys::parse_public(k).ok())
+        .ok_or(BlockError::Field("key", "must be `ed25519:<64 hex>`"))?;
+    let observed_at = env
+        .observed_at
+        .ok_or(BlockError::Field("observed_at", "must be a string"))?;
+    if crate::clock::parse(&observed_at).is_none() {
         return Err(BlockError::Field("observed_at", "must be an RFC 3339 time"));
     }
-    match map.get("tz") {
-        Some(Value::String(_)) | Some(Value::Null) => {}
-        _ => return Err(BlockError::Field("tz", "must be a string or null")),
+    if !matches!(env.tz, Some(Value::String(_)) | Some(Value::Null)) {
+        return Err(BlockError::Field("tz", "must be a string or null"));
     }
-    string(map, "host")?;
-    let tool = map
-        .get("tool")
-        .and_then(Value::as_object)
-        .ok_or(BlockError::Field("tool", "must be an object"))?;
-    if !tool.get("name").is_some_and(Value::is_string) || !tool.get("version").is_some_and(Value::is_string) {
+    if !env.host.as_ref().is_some_and(Value::is_string) {
+        return Err(BlockError::Field("host", "must be a string"));
+    }
+    let tool_ok = env.tool.as_ref().is_some_and(|t| {
+        t.get("name").is_some_and(Value::is_string) && t.get("version").is_some_and(Value::is_string)
+    });
+    if !tool_ok {
         return Err(BlockError::Field("tool", "must hold string `name` and `version`"));
     }
-    let target_id = map
-        .get("target")
-        .and_then(Value::as_object)
-        .and_then(|t| t.get("id"))
-        .and_then(Value::as_str)
+    let target_id = env
+        .target
+        .and_then(|t| t.id)
         .filter(|id| hex::decode_exact::<32>(id).is_some())
         .ok_or(BlockError::Field(
             "target",
             "must be an object with a 64-hex `id`",
-        ))?
-        .to_string();
+        ))?;
 
-    let (prev, hash, file_id, kind, observed_at) = (
-        prev.to_string(),
-        hash.to_string(),
-        file_id.to_string(),
-        kind.to_string(),
-        observed_at.to_string(),
-    );
-
-    // Hash the block without `hash` and `sig`: take them out, serialize, put them back.
-    let map = value.as_object_mut().expect("checked above");
-    let stored_hash = map.remove("hash");
-    let stored_sig = map.remove("sig");
-    let digest: [u8; 32] = Sha256::digest(canonical::to_bytes(&value)).into();
-    let map = value.as_object_mut().expect("checked above");
-    map.extend([
-        ("hash".to_string(), stored_hash.unwrap_or_default()),
-        ("sig".to_string(), stored_sig.unwrap_or_default()),
-    ]);
+    let mut hasher = Sha256::new();
+    for piece in unsigned.pieces(line) {
+        hasher.update(piece);
+    }
+    let digest: [u8; 32] = hasher.finalize().into();
     if hex::encode(&digest) != hash {
         return Err(BlockError::HashMismatch);
     }
@@ -227,31 +263,32 @@ pub fn check_line(line: &[u8]) -> Result<Checked, BlockError> {
         hash,
         file_id,
         key,
-        kind,
-        observed_at,
-        target_id,
-        value,
+        kind: kind.into_owned(),
+        observed_at: observed_at.into_owned(),
+        target_id: target_id.into_owned(),
+        observation_sha256: env.observation_sha256.map(Cow::into_owned),
     })
 }
 
-fn string<'a>(map: &'a Map<String, Value>, name: &'static str) -> Result<&'a str, BlockError> {
-    map.get(name)
-        .and_then(Value::as_str)
-        .ok_or(BlockError::Field(name, "must be a string"))
-}
-
-fn hex_field<'a, const N: usize>(
-    map: &'a Map<String, Value>,
-    name: &'static str,
-) -> Result<&'a str, BlockError> {
-    let text = string(map, name)?;
-    match hex::decode_exact::<N>(text) {
-        Some(_) => Ok(text),
-        None if N == 32 => Err(BlockError::Field(name, "must be 64 lower-case hex digits")),
-        None => Err(BlockError::Field(name, "must be 32 lower-case hex digits")),
+/// Names what is wrong with a line that is not canonical, in the terms a user expects.
+fn classify_noncanonical(line: &[u8], e: canonical_scan::NonCanonical) -> BlockError {
+    match serde_json::from_slice::<Value>(line) {
+        Err(err) => BlockError::NotJson(err.to_string()),
+        Ok(v) if !v.is_object() => BlockError::NotObject,
+        Ok(v) => match canonical::check_fit(&v) {
+            Err(canonical::Unfit::Number(path)) => BlockError::Unfit(path),
+            Ok(()) => BlockError::NotCanonical(e.offset, e.what),
+        },
     }
 }
 
+fn hex_field<const N: usize>(text: Option<Cow<'_, str>>, name: &'static str) -> Result<String, BlockError> {
+    match text {
+        Some(t) if hex::decode_exact::<N>(&t).is_some() => Ok(t.into_owned()),
+        _ if N == 32 => Err(BlockError::Field(name, "must be 64 lower-case hex digits")),
+        _ => Err(BlockError::Field(name, "must be 32 lower-case hex digits")),
+    }
+}
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -300,10 +337,7 @@ pub(crate) mod tests {
         );
 
         let spaced = String::from_utf8(line.to_vec()).unwrap().replacen(':', ": ", 1);
-        assert_eq!(
-            check_line(spaced.as_bytes()).unwrap_err(),
-            BlockError::NotCanonical
-        );
+        assert_eq!(check_line(spaced.as_bytes()).unwrap_err().code(), "not_canonical");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 pub mod append;
 pub mod block;
 pub mod canonical;
+pub mod canonical_scan;
 pub mod keys;
 pub mod repair;
 pub mod tail;

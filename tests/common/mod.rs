@@ -177,7 +177,11 @@ pub fn reference_dir() -> PathBuf {
     let dir = std::env::var_os("MCP_WITNESS_REFERENCE_DIR")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("reference-servers"));
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("target")
+                .join("reference-servers")
+        });
     let marker = dir.join("node/node_modules/@modelcontextprotocol/server-everything/package.json");
     assert!(
         marker.exists() && dir.join("venv/bin/mcp-server-time").exists(),
@@ -210,14 +214,25 @@ pub fn tool_names_by_hand(argv: &[String]) -> Vec<String> {
         if reader.read_line(&mut line).unwrap() == 0 {
             break;
         }
-        let Ok(msg) = serde_json::from_str::<Value>(&line) else { continue };
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
         if msg["id"] == 1 && msg.get("result").is_some() {
-            writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+            writeln!(
+                stdin,
+                r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+            )
+            .unwrap();
             writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list"}}"#).unwrap();
         }
         if msg["id"] == 2 {
             names = Some(
-                msg["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect(),
+                msg["result"]["tools"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| t["name"].as_str().unwrap().to_string())
+                    .collect(),
             );
         }
     }

@@ -1,0 +1,401 @@
+//! A single-pass check that a line is exactly its own canonical form, without building a
+//! value: this is what lets `verify` spend its time on signatures, not on JSON.
+//!
+//! A line passes when it is what serde_json would write for the value it holds and that
+//! value is fit for a block: no whitespace outside strings; object keys strictly increasing
+//! by their bytes (so no duplicates); strings escaped exactly as serde_json escapes (`\"`,
+//! `\\`, `\b \f \n \r \t`, other control characters as lower-case `\u00xx`, nothing else);
+//! integers only, in plain decimal, within ±(2^53−1). Unit tests pin the equivalence with a
+//! serde_json round trip.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use super::canonical::MAX_SAFE_INTEGER;
+
+/// Nesting deeper than serde_json's own limit is refused.
+const MAX_DEPTH: usize = 128;
+
+/// Where a line stops being canonical.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NonCanonical {
+    pub offset: usize,
+    pub what: &'static str,
+}
+
+/// The top-level members other than `hash` and `sig`: joined with commas inside braces,
+/// they are the canonical form of the block without those two.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unsigned {
+    pub kept: Vec<Range<usize>>,
+}
+
+impl Unsigned {
+    /// The canonical bytes without `hash` and `sig`, in pieces (for hashing without copying).
+    pub fn pieces<'a>(&self, line: &'a [u8]) -> Vec<&'a [u8]> {
+        let mut out = Vec::with_capacity(self.kept.len() * 2 + 1);
+        out.push(&b"{"[..]);
+        for (i, r) in self.kept.iter().enumerate() {
+            if i > 0 {
+                out.push(b",");
+            }
+            out.push(&line[r.clone()]);
+        }
+        out.push(b"}");
+        out
+    }
+}
+
+/// Checks `line` (without its newline) and finds the members that hashing leaves out.
+pub fn scan(line: &[u8]) -> Result<Unsigned, NonCanonical> {
+    if std::str::from_utf8(line).is_err() {
+        return Err(NonCanonical {
+            offset: 0,
+            what: "not UTF-8",
+        });
+    }
+    let mut s = Scanner {
+        b: line,
+        i: 0,
+        top: Vec::new(),
+    };
+    if s.peek() != Some(b'{') {
+        return Err(s.err("not a JSON object"));
+    }
+    s.value(0)?;
+    if s.i != line.len() {
+        return Err(s.err("bytes after the object"));
+    }
+    let kept = s
+        .top
+        .iter()
+        .filter(|(key, _)| key.as_ref() != b"hash" && key.as_ref() != b"sig")
+        .map(|(_, span)| span.clone())
+        .collect();
+    Ok(Unsigned { kept })
+}
+
+struct Scanner<'a> {
+    b: &'a [u8],
+    i: usize,
+    top: Vec<(Cow<'a, [u8]>, Range<usize>)>,
+}
+
+impl<'a> Scanner<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn err(&self, what: &'static str) -> NonCanonical {
+        NonCanonical { offset: self.i, what }
+    }
+
+    fn expect(&mut self, c: u8, what: &'static str) -> Result<(), NonCanonical> {
+        if self.peek() == Some(c) {
+            self.i += 1;
+            Ok(())
+        } else {
+            Err(self.err(what))
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<(), NonCanonical> {
+        if depth > MAX_DEPTH {
+            return Err(self.err("nested too deeply"));
+        }
+        match self.peek() {
+            Some(b'{') => self.object(depth),
+            Some(b'[') => self.array(depth),
+            Some(b'"') => self.string().map(|_| ()),
+            Some(b't') => self.literal(b"true"),
+            Some(b'f') => self.literal(b"false"),
+            Some(b'n') => self.literal(b"null"),
+            Some(b'-' | b'0'..=b'9') => self.integer(),
+            Some(c) if c.is_ascii_whitespace() => Err(self.err("whitespace outside a string")),
+            _ => Err(self.err("expected a value")),
+        }
+    }
+
+    fn literal(&mut self, word: &'static [u8]) -> Result<(), NonCanonical> {
+        if self.b[self.i..].starts_with(word) {
+            self.i += word.len();
+            Ok(())
+        } else {
+            Err(self.err("expected true, false or null"))
+        }
+    }
+
+    fn integer(&mut self) -> Result<(), NonCanonical> {
+        let start = self.i;
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+        }
+        let digits = self.i;
+        while matches!(self.peek(), Some(b'0'..=b'9')) {
+            self.i += 1;
+        }
+        let text = &self.b[digits..self.i];
+        if text.is_empty() {
+            return Err(self.err("expected digits"));
+        }
+        if matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
+            return Err(self.err("a number that is not an integer"));
+        }
+        if text.len() > 1 && text[0] == b'0' {
+            return Err(NonCanonical {
+                offset: start,
+                what: "a number with a leading zero",
+            });
+        }
+        if digits > start && text == b"0" {
+            return Err(NonCanonical {
+                offset: start,
+                what: "negative zero",
+            });
+        }
+        let mut n: u64 = 0;
+        for &d in text {
+            n = match n.checked_mul(10).and_then(|n| n.checked_add(u64::from(d - b'0'))) {
+                Some(n) if n <= MAX_SAFE_INTEGER => n,
+                _ => {
+                    return Err(NonCanonical {
+                        offset: start,
+                        what: "an integer beyond ±(2^53−1)",
+                    });
+                }
+            };
+        }
+        Ok(())
+    }
+
+    /// A string; returns its content bytes unescaped (borrowed when it has no escapes).
+    fn string(&mut self) -> Result<Cow<'a, [u8]>, NonCanonical> {
+        self.expect(b'"', "expected a string")?;
+        let start = self.i;
+        let mut owned: Option<Vec<u8>> = None;
+        loop {
+            let Some(c) = self.peek() else {
+                return Err(self.err("unterminated string"));
+            };
+            match c {
+                b'"' => {
+                    let end = self.i;
+                    self.i += 1;
+                    return Ok(match owned {
+                        Some(v) => Cow::Owned(v),
+                        None => Cow::Borrowed(&self.b[start..end]),
+                    });
+                }
+                b'\\' => {
+                    let buf = owned.get_or_insert_with(|| self.b[start..self.i].to_vec());
+                    let unescaped = match self.b.get(self.i + 1) {
+                        Some(b'"') => b'"',
+                        Some(b'\\') => b'\\',
+                        Some(b'b') => 0x08,
+                        Some(b'f') => 0x0c,
+                        Some(b'n') => b'\n',
+                        Some(b'r') => b'\r',
+                        Some(b't') => b'\t',
+                        Some(b'u') => {
+                            let hex = self
+                                .b
+                                .get(self.i + 2..self.i + 6)
+                                .ok_or(self.err("short \\u escape"))?;
+                            let ok = hex.starts_with(b"00")
+                                && hex[2..].iter().all(|h| matches!(h, b'0'..=b'9' | b'a'..=b'f'));
+                            let code = if ok {
+                                u8::from_str_radix(std::str::from_utf8(&hex[2..]).unwrap_or("zz"), 16).ok()
+                            } else {
+                                None
+                            };
+                            match code {
+                                Some(c) if c < 0x20 && !matches!(c, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d) => {
+                                    buf.push(c);
+                                    self.i += 6;
+                                    continue;
+                                }
+                                _ => return Err(self.err("a \\u escape serde_json would not write")),
+                            }
+                        }
+                        _ => return Err(self.err("an escape serde_json would not write")),
+                    };
+                    buf.push(unescaped);
+                    self.i += 2;
+                }
+                c if c < 0x20 => return Err(self.err("a raw control character in a string")),
+                c => {
+                    if let Some(buf) = owned.as_mut() {
+                        buf.push(c);
+                    }
+                    self.i += 1;
+                }
+            }
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<(), NonCanonical> {
+        self.expect(b'{', "expected an object")?;
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+            return Ok(());
+        }
+        let mut prev: Option<Cow<'a, [u8]>> = None;
+        loop {
+            let member_start = self.i;
+            let key = self.string()?;
+            if let Some(p) = &prev
+                && key.as_ref() <= p.as_ref()
+            {
+                return Err(NonCanonical {
+                    offset: member_start,
+                    what: "keys not in sorted order, or a duplicate key",
+                });
+            }
+            self.expect(b':', "expected `:` right after a key")?;
+            self.value(depth + 1)?;
+            if depth == 0 {
+                self.top.push((key.clone(), member_start..self.i));
+            }
+            prev = Some(key);
+            match self.peek() {
+                Some(b',') => self.i += 1,
+                Some(b'}') => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                _ => return Err(self.err("expected `,` or `}`")),
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<(), NonCanonical> {
+        self.expect(b'[', "expected an array")?;
+        if self.peek() == Some(b']') {
+            self.i += 1;
+            return Ok(());
+        }
+        loop {
+            self.value(depth + 1)?;
+            match self.peek() {
+                Some(b',') => self.i += 1,
+                Some(b']') => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                _ => return Err(self.err("expected `,` or `]`")),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::canonical;
+    use serde_json::{Value, json};
+
+    /// The reference definition: serde_json writes the line back byte for byte, and the
+    /// value holds only safe integers.
+    fn reference(line: &[u8]) -> bool {
+        match serde_json::from_slice::<Value>(line) {
+            Ok(v) => v.is_object() && canonical::to_bytes(&v) == line && canonical::check_fit(&v).is_ok(),
+            Err(_) => false,
+        }
+    }
+
+    fn sample() -> Vec<u8> {
+        canonical::to_bytes(&json!({
+            "a": [1, -2, 0, true, false, null, {}, []],
+            "hash": "ab",
+            "k\"q": "tab\there \u{1} \u{7f} é 😀 \\ /",
+            "n": {"z": 9007199254740991u64, "y": -9007199254740991i64},
+            "sig": "cd",
+            "zz": "",
+        }))
+    }
+
+    #[test]
+    fn canonical_lines_pass_and_the_unsigned_form_matches_serde() {
+        let line = sample();
+        let unsigned = scan(&line).unwrap();
+        let mut v: Value = serde_json::from_slice(&line).unwrap();
+        v.as_object_mut().unwrap().remove("hash");
+        v.as_object_mut().unwrap().remove("sig");
+        assert_eq!(unsigned.pieces(&line).concat(), canonical::to_bytes(&v));
+    }
+
+    #[test]
+    fn hash_and_sig_are_cut_wherever_they_stand() {
+        for v in [
+            json!({"hash": "x", "sig": "y"}),
+            json!({"hash": "x", "sig": "y", "z": 1}),
+            json!({"a": 1, "hash": "x", "sig": "y"}),
+            json!({"hash": "x", "m": 1, "sig": "y"}),
+            json!({"a": {"hash": "nested stays"}, "hash": "x"}),
+        ] {
+            let line = canonical::to_bytes(&v);
+            let mut expect = v.clone();
+            expect.as_object_mut().unwrap().remove("hash");
+            expect.as_object_mut().unwrap().remove("sig");
+            let got = scan(&line).unwrap().pieces(&line).concat();
+            assert_eq!(String::from_utf8(got).unwrap(), expect.to_string(), "{v}");
+        }
+    }
+
+    #[test]
+    fn agrees_with_the_serde_round_trip_on_many_mutations() {
+        let base = sample();
+        let alphabet = b"{}[]\",:\\ 0123456789-.eEtrufalsn\x01\x7fab/u";
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..20_000 {
+            let mut line = base.clone();
+            for _ in 0..(1 + next() % 3) {
+                let pos = (next() as usize) % (line.len() + 1);
+                let byte = alphabet[(next() as usize) % alphabet.len()];
+                match next() % 3 {
+                    0 if pos < line.len() => line[pos] = byte,
+                    1 => line.insert(pos, byte),
+                    _ if pos < line.len() => {
+                        line.remove(pos);
+                    }
+                    _ => {}
+                }
+            }
+            let ours = scan(&line).is_ok();
+            assert_eq!(
+                ours,
+                reference(&line),
+                "round {round}: {:?}",
+                String::from_utf8_lossy(&line)
+            );
+        }
+    }
+
+    #[test]
+    fn the_usual_non_canonical_spellings_are_refused() {
+        for bad in [
+            &br#"{"a":1, "b":2}"#[..],
+            br#"{"b":1,"a":2}"#,
+            br#"{"a":1,"a":1}"#,
+            br#"{"a":1.0}"#,
+            br#"{"a":1e2}"#,
+            br#"{"a":01}"#,
+            br#"{"a":-0}"#,
+            br#"{"a":"\u0041"}"#,
+            br#"{"a":"\/"}"#,
+            br#"{"a":"\u000a"}"#,
+            br#"{"a":9007199254740992}"#,
+            br#"[1]"#,
+            br#"{"a":1}x"#,
+        ] {
+            assert!(scan(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+            assert!(!reference(bad), "{}", String::from_utf8_lossy(bad));
+        }
+    }
+}

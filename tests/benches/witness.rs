@@ -1,0 +1,287 @@
+//! Benchmarks that print figures side by side (run with `cargo bench`):
+//!
+//! 1. probe overhead: `mcp-witness probe` (recording, fsync) of the instant fixture server,
+//!    against the same server answering the same three messages fed from a file.
+//! 2. verify of a 100,000-block file, against a bare loop of `verify_strict` over the same
+//!    signatures on all cores; and verify's peak memory.
+//! 3. append to a 100,000-block file, against append to a 1-block file.
+//!
+//! `MCP_WITNESS_BENCH_BLOCKS` changes the 100,000; `MCP_WITNESS_BENCH_RUNS` the repetitions;
+//! `MCP_WITNESS_BENCH_KEEP=1` keeps the generated files for a closer look.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
+use mcp_witness::evidence::append::append;
+use mcp_witness::evidence::block::{GENESIS_PREV, Link, seal};
+use serde_json::{Map, Value};
+
+const WITNESS: &str = env!("CARGO_BIN_EXE_mcp-witness");
+const FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-witness-fixture");
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn scratch() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcpw-bench-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn main() {
+    // `cargo test --all-targets` runs benches as tests: keep that quick.
+    if std::env::args().any(|a| a == "--test" || a == "--list") {
+        println!("benchmarks run with `cargo bench`");
+        return;
+    }
+    let dir = scratch();
+    let runs = env_usize("MCP_WITNESS_BENCH_RUNS", 40);
+    let blocks = env_usize("MCP_WITNESS_BENCH_BLOCKS", 100_000);
+    println!(
+        "mcp-witness benchmarks ({} cores, {runs} runs each, medians)",
+        cores()
+    );
+    probe_overhead(&dir, runs);
+    let (big, key) = verify_vs_bare(&dir, blocks);
+    append_cost(&dir, &big, &key, runs.max(20));
+    if std::env::var_os("MCP_WITNESS_BENCH_KEEP").is_some() {
+        println!("   (kept {})", dir.display());
+    } else {
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// 1. What a probe costs beyond the server's own work.
+fn probe_overhead(dir: &Path, runs: usize) {
+    let messages = dir.join("messages.jsonl");
+    fs::write(
+        &messages,
+        concat!(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let evidence = dir.join("probe.jsonl");
+    let key = dir.join("probe.key");
+    let fed = || {
+        let start = Instant::now();
+        let status = Command::new(FIXTURE)
+            .arg("correct")
+            .stdin(fs::File::open(&messages).unwrap())
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        start.elapsed()
+    };
+    let probed = || {
+        let start = Instant::now();
+        let status = Command::new(WITNESS)
+            .args([
+                "probe",
+                "--key",
+                key.to_str().unwrap(),
+                "-e",
+                evidence.to_str().unwrap(),
+                "--",
+                FIXTURE,
+                "correct",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        start.elapsed()
+    };
+    // Warm up (and create the key).
+    fed();
+    probed();
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    for _ in 0..runs {
+        a.push(fed());
+        b.push(probed());
+    }
+    let (a, b) = (median(a), median(b));
+    println!(
+        "1. probe overhead: fixture fed from a file {:.2} ms | mcp-witness probe (recording, fsync) {:.2} ms | overhead {:.2} ms (target <= 3 ms)",
+        ms(a),
+        ms(b),
+        ms(b.saturating_sub(a))
+    );
+}
+
+/// A realistic block body: a real probe of the fixture, recorded once.
+fn sample_body(dir: &Path) -> Map<String, Value> {
+    let out = Command::new(WITNESS)
+        .args([
+            "probe",
+            "--no-record",
+            "--json",
+            "--call",
+            "echo",
+            "--call-args",
+            r#"{"text":"bench"}"#,
+            "--",
+            FIXTURE,
+            "banner",
+        ])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    serde_json::from_slice::<Value>(&out.stdout)
+        .unwrap()
+        .as_object()
+        .unwrap()
+        .clone()
+}
+
+/// 2. verify against the bare signature loop.
+fn verify_vs_bare(dir: &Path, blocks: usize) -> (PathBuf, SigningKey) {
+    let key = SigningKey::from_bytes(&[7u8; 32]);
+    let body = sample_body(dir);
+    let path = dir.join("big.jsonl");
+    let mut out = std::io::BufWriter::new(fs::File::create(&path).unwrap());
+    let mut prev = GENESIS_PREV.to_string();
+    let mut sigs: Vec<([u8; 32], Signature)> = Vec::with_capacity(blocks);
+    let base = time::OffsetDateTime::now_utc();
+    let gen_start = Instant::now();
+    let mut bytes = 0usize;
+    for i in 0..blocks {
+        let mut b = body.clone();
+        let at = base + time::Duration::milliseconds(i as i64);
+        b.insert("observed_at".into(), mcp_witness::clock::format_millis(at).into());
+        let link = Link {
+            seq: i as u64 + 1,
+            prev: prev.clone(),
+            file_id: "0123456789abcdef0123456789abcdef".into(),
+        };
+        let sealed = seal(b, &link, &key);
+        let v: Value = serde_json::from_slice(&sealed.line).unwrap();
+        let hash: [u8; 32] = mcp_witness::hex::decode_exact(&sealed.hash).unwrap();
+        let sig = Signature::from_bytes(&mcp_witness::hex::decode_exact(v["sig"].as_str().unwrap()).unwrap());
+        sigs.push((hash, sig));
+        bytes += sealed.line.len();
+        out.write_all(&sealed.line).unwrap();
+        prev = sealed.hash;
+    }
+    out.flush().unwrap();
+    drop(out);
+    println!(
+        "   (generated {blocks} blocks, {:.0} MB, {:.0} bytes each, in {:.1} s)",
+        bytes as f64 / 1e6,
+        bytes as f64 / blocks as f64,
+        gen_start.elapsed().as_secs_f64()
+    );
+
+    let verifying: VerifyingKey = key.verifying_key();
+    let bare_start = Instant::now();
+    std::thread::scope(|s| {
+        for chunk in sigs.chunks(sigs.len().div_ceil(cores())) {
+            s.spawn(move || {
+                for (hash, sig) in chunk {
+                    verifying.verify_strict(hash, sig).unwrap();
+                }
+            });
+        }
+    });
+    let bare = bare_start.elapsed();
+
+    let public = mcp_witness::evidence::keys::public_text(&verifying);
+    let start = Instant::now();
+    let mut child = Command::new(WITNESS)
+        .args(["verify", "--trust", &public, path.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut peak_kb = 0u64;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "verify of the generated file failed");
+            break;
+        }
+        if let Ok(text) = fs::read_to_string(format!("/proc/{}/status", child.id()))
+            && let Some(line) = text.lines().find(|l| l.starts_with("VmHWM:"))
+        {
+            peak_kb = peak_kb.max(
+                line.split_whitespace()
+                    .nth(1)
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let full = start.elapsed();
+    println!(
+        "2. verify {blocks} blocks: bare verify_strict loop on {} cores {:.2} s | mcp-witness verify {:.2} s | ratio {:.2} (target <= 1.3) | peak RSS {:.1} MiB (sampled; target < 64 MiB)",
+        cores(),
+        bare.as_secs_f64(),
+        full.as_secs_f64(),
+        full.as_secs_f64() / bare.as_secs_f64(),
+        peak_kb as f64 / 1024.0
+    );
+    (path, key)
+}
+
+/// 3. append cost must not grow with the file.
+fn append_cost(dir: &Path, big: &Path, key: &SigningKey, runs: usize) {
+    let body = sample_body(dir);
+    let small = dir.join("small.jsonl");
+    let mut first = body.clone();
+    first.insert("observed_at".into(), "2020-01-01T00:00:00.000+00:00".into());
+    append(&small, first, key, false).unwrap();
+    let base = time::OffsetDateTime::now_utc() + time::Duration::days(1);
+    let time_one = |path: &Path, i: usize| {
+        let mut b = body.clone();
+        b.insert(
+            "observed_at".into(),
+            mcp_witness::clock::format_millis(base + time::Duration::milliseconds(i as i64)).into(),
+        );
+        let start = Instant::now();
+        append(path, b, key, false).unwrap();
+        start.elapsed()
+    };
+    let mut s = Vec::new();
+    let mut l = Vec::new();
+    for i in 0..runs {
+        s.push(time_one(&small, 2 * i));
+        l.push(time_one(big, 2 * i + 1));
+    }
+    let (s, l) = (median(s), median(l));
+    println!(
+        "3. append (lock, tail check, sign, write, fsync): to a 1-block file {:.3} ms | to a 100,000-block file {:.3} ms | ratio {:.2} (target <= 1.2)",
+        ms(s),
+        ms(l),
+        ms(l) / ms(s)
+    );
+}

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Re-verify an mcp-witness evidence file without mcp-witness.
+
+    reverify.py [--trust KEY|FILE]... [--schema PATH] EVIDENCE.jsonl
+
+Checks every line: it is its own canonical JSON form, holds only safe integers, matches
+schemas/evidence-block.schema.json, continues the chain (seq, prev, file_id), carries
+hash = SHA-256(canonical block without hash and sig) and an Ed25519 sig over those 32
+bytes by its `key` (with --trust: only by a trusted key). For probe blocks it also
+recomputes target.id and observation_sha256. Exit 0 when intact; 1 with
+"line N: what" for the first broken line; 2 on bad usage or an unreadable file.
+Needs PyNaCl and jsonschema (scripts/install-verifier-tools makes a venv with them).
+"""
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+from pathlib import Path
+
+import jsonschema
+from nacl.exceptions import BadSignatureError
+from nacl.signing import VerifyKey
+
+SCHEMA = Path(__file__).resolve().parent.parent / "schemas" / "evidence-block.schema.json"
+GENESIS = "0" * 64
+SAFE = 2**53 - 1
+
+
+def canonical(value):
+    """The bytes hashes cover: sorted keys, no whitespace, UTF-8 (as serde_json writes)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def sha256_hex(value):
+    return hashlib.sha256(canonical(value)).hexdigest()
+
+
+def unsafe_number(value, path="$"):
+    """JSON path of the first number that is not an integer within ±(2^53−1), else None."""
+    if isinstance(value, float) or (type(value) is int and abs(value) > SAFE):
+        return path
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        found = unsafe_number(v, f"{path}.{k}" if isinstance(value, dict) else f"{path}[{k}]")
+        if found:
+            return found
+    return None
+
+
+def probe_derived(b):
+    """What is wrong with a probe block's derived digests, else None."""
+    t = b["target"]
+    if sha256_hex({"command": t["command"], "cwd": t["cwd"], "env": t["env"]}) != t["id"]:
+        return "target.id is not the SHA-256 of its command, cwd and env"
+    tools, call = b["tools"], b["call"]
+    observation = {
+        "program_sha256": t["program_sha256"], "era": b["era"],
+        "protocol_version": b["protocol_version"], "server": b["server"],
+        "capabilities": b["capabilities"],
+        "tools": tools and {"count": tools["count"], "names": tools["names"]},
+        "call": call and {k: call[k] for k in ("tool", "outcome", "result_sha256")},
+        "verdict": b["verdict"], "reasons": [r["code"] for r in b["reasons"]],
+    }
+    if sha256_hex(observation) != b["observation_sha256"]:
+        return "observation_sha256 does not match the block's observation"
+    return None
+
+
+def check_line(raw, validator, trusted):
+    """(block, None) when the line is a good block on its own, else (None, what)."""
+    try:
+        b = json.loads(raw.decode("utf-8"))
+    except ValueError as e:  # UnicodeDecodeError is a ValueError too
+        return None, f"not JSON: {e}"
+    if not isinstance(b, dict):
+        return None, "not a JSON object"
+    try:
+        if canonical(b) != raw:
+            return None, "not in canonical form (keys sorted, no whitespace, UTF-8)"
+    except UnicodeEncodeError:  # a lone surrogate escape: not something serde_json writes
+        return None, "not in canonical form (lone surrogate)"
+    if path := unsafe_number(b):
+        return None, f"number at {path} is not a safe integer"
+    if error := jsonschema.exceptions.best_match(validator.iter_errors(b)):
+        return None, f"schema: {error.json_path}: {error.message}"
+    digest = hashlib.sha256(canonical({k: v for k, v in b.items() if k not in ("hash", "sig")})).digest()
+    if digest.hex() != b["hash"]:
+        return None, "hash does not match the block's content"
+    try:
+        VerifyKey(bytes.fromhex(b["key"].removeprefix("ed25519:"))).verify(digest, bytes.fromhex(b["sig"]))
+    except (BadSignatureError, ValueError):
+        return None, "signature does not verify against the block's key"
+    if trusted and b["key"] not in trusted:
+        return None, f"signed by {b['key']}, which is not a trusted key"
+    if b["kind"] == "probe" and (problem := probe_derived(b)):
+        return None, problem
+    return b, None
+
+
+def verify(data, validator, trusted):
+    """(blocks, None) when intact, else (None, 'line N: what')."""
+    lines = data.split(b"\n")
+    if lines[-1]:
+        return None, f"line {len(lines)}: torn last line of {len(lines[-1])} bytes (no newline)"
+    prev, file_id, moments = GENESIS, None, set()
+    for n, raw in enumerate(lines[:-1], start=1):
+        b, what = check_line(raw, validator, trusted)
+        if what is None and b["seq"] != n:
+            what = f"seq is {b['seq']} where {n} was expected"
+        elif what is None and b["prev"] != prev:
+            what = "prev is not the previous block's hash"
+        elif what is None and file_id not in (None, b["file_id"]):
+            what = f"file_id {b['file_id']} differs from the file's {file_id}"
+        elif what is None and (b["target"]["id"], b["observed_at"]) in moments:
+            what = "a block with the same target and observed_at is already in the file"
+        if what is not None:
+            return None, f"line {n}: {what}"
+        prev, file_id = b["hash"], b["file_id"]
+        moments.add((b["target"]["id"], b["observed_at"]))
+    return len(lines) - 1, None
+
+
+def trusted_keys(values):
+    """--trust values: key texts, or files of key texts (blank lines and # comments ignored)."""
+    keys = set()
+    for value in values:
+        texts = [value] if value.strip().startswith("ed25519:") else Path(value).read_text().splitlines()
+        keys.update(t.strip() for t in texts if t.strip() and not t.strip().startswith("#"))
+    for key in keys:
+        if not re.fullmatch(r"ed25519:[0-9a-f]{64}", key):
+            raise ValueError(f"`{key[:80]}` is not a public key: expected ed25519:<64 hex>")
+    return keys
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trust", action="append", default=[], metavar="KEY|FILE")
+    ap.add_argument("--schema", type=Path, default=SCHEMA)
+    ap.add_argument("evidence", type=Path)
+    args = ap.parse_args()
+    try:
+        schema = json.loads(args.schema.read_text())
+        trusted = trusted_keys(args.trust)
+        data = args.evidence.read_bytes()
+    except (OSError, ValueError) as e:
+        ap.exit(2, f"reverify: {e}\n")
+    jsonschema.Draft202012Validator.check_schema(schema)
+    blocks, broken = verify(data, jsonschema.Draft202012Validator(schema), trusted)
+    if broken:
+        print(broken)
+        return 1
+    print(f"intact: {blocks} blocks" + ("" if trusted else " (no --trust: signatures only self-consistent)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
