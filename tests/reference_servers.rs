@@ -136,9 +136,9 @@ fn the_committed_regression_evidence_verifies_and_still_matches_the_servers() {
     let latest = |server: &str| -> Vec<String> {
         let block = text
             .lines()
+            .rev()
             .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .filter(|v| v["server"]["name"] == server && v["verdict"] == "pass")
-            .last()
+            .find(|v| v["server"]["name"] == server && v["verdict"] == "pass")
             .unwrap_or_else(|| panic!("no passing block of {server} in {}", file.display()));
         tool_names(&block)
     };
