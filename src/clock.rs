@@ -47,6 +47,28 @@ pub fn parse(text: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(text, &Rfc3339).ok()
 }
 
+/// Whether `text` is a stamp exactly as blocks hold them: `YYYY-MM-DDTHH:MM:SS.mmm±HH:MM`,
+/// and a real time.
+pub fn is_block_stamp(text: &str) -> bool {
+    let b = text.as_bytes();
+    let shape = b.len() == 29
+        && b.iter().enumerate().all(|(i, &c)| match i {
+            4 | 7 => c == b'-',
+            10 => c == b'T',
+            13 | 16 | 26 => c == b':',
+            19 => c == b'.',
+            23 => c == b'+' || c == b'-',
+            _ => c.is_ascii_digit(),
+        });
+    shape && parse(text).is_some()
+}
+
+/// A block stamp one millisecond later, in the same offset.
+pub fn next_millisecond(text: &str) -> Option<String> {
+    let t = parse(text)?;
+    Some(format_millis(t + time::Duration::milliseconds(1)))
+}
+
 /// The IANA zone name: `TZ`, then the `/etc/localtime` link, then `/etc/timezone`.
 pub fn zone_name() -> Option<String> {
     if let Ok(tz) = std::env::var("TZ") {
@@ -103,6 +125,15 @@ mod tests {
     fn stamps_parse_back() {
         let stamp = now();
         assert!(parse(&stamp.rfc3339).is_some(), "{}", stamp.rfc3339);
+    }
+
+    #[test]
+    fn block_stamps_have_one_exact_shape() {
+        assert!(is_block_stamp("2026-12-02T16:24:10.123+01:00"));
+        assert!(is_block_stamp(&now().rfc3339));
+        assert!(!is_block_stamp("2026-12-02T16:24:10.123Z"));
+        assert!(!is_block_stamp("2026-12-02T16:24:10+01:00"));
+        assert!(!is_block_stamp("2026-13-02T16:24:10.123+01:00"));
     }
 
     #[test]

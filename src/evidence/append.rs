@@ -12,6 +12,7 @@ use ed25519_dalek::SigningKey;
 use serde_json::{Map, Value};
 
 use super::block::{self, BlockError, Checked, GENESIS_PREV, Link, Sealed};
+use super::canonical;
 use super::tail::{self, RevLines};
 use crate::hex;
 
@@ -53,6 +54,8 @@ pub enum AppendError {
     Busy(PathBuf),
     /// The body lacks what the chain rules need (a programming error, reported plainly).
     Body(&'static str),
+    /// The sealed block would not pass verify; it was not written.
+    Unverifiable(BlockError),
 }
 
 impl fmt::Display for AppendError {
@@ -81,6 +84,9 @@ impl fmt::Display for AppendError {
                 LOCK_WAIT.as_secs()
             ),
             AppendError::Body(what) => write!(f, "block body is missing {what}"),
+            AppendError::Unverifiable(e) => {
+                write!(f, "the new block would not verify ({e}); nothing was written")
+            }
         }
     }
 }
@@ -138,25 +144,42 @@ pub fn append(
         });
     }
     let mut lines = RevLines::new(&file, shape.complete);
-    let last = match lines.next() {
+    let last_line = lines.next().transpose().map_err(io_err)?;
+    let last = match &last_line {
         None => None,
-        Some(r) => {
-            let (offset, line) = r.map_err(io_err)?;
-            let checked = block::check_line(&line).map_err(|error| AppendError::BadTail {
-                path: path.into(),
-                offset,
-                error,
-            })?;
-            Some(checked)
-        }
+        Some((offset, line)) => Some(block::check_line(line).map_err(|error| AppendError::BadTail {
+            path: path.into(),
+            offset: *offset,
+            error,
+        })?),
     };
 
-    if let Some(last) = &last {
-        if let Some(found) = same_moment(last, lines, &target_id, &observed_at).map_err(io_err)? {
-            return Ok(Outcome::Duplicate {
-                seq: found.seq,
-                hash: found.hash,
-            });
+    let mut body = body;
+    let mut observed_at = observed_at;
+    if let Some((offset, line)) = last_line {
+        let recent =
+            recent_moments(std::iter::once(Ok((offset, line))).chain(lines), &observed_at).map_err(io_err)?;
+        let ours = body_digest_of_map(&body);
+        // (target, observed_at) is unique in a file. The same block again is a no-op; another
+        // run of the same target stamped in the same millisecond is moved 1 ms later.
+        for _ in 0..1000 {
+            match recent
+                .iter()
+                .find(|m| m.target_id == target_id && m.observed_at == observed_at)
+            {
+                Some(m) if m.body_digest == ours => {
+                    return Ok(Outcome::Duplicate {
+                        seq: m.seq,
+                        hash: m.hash.clone(),
+                    });
+                }
+                Some(_) => {
+                    observed_at = crate::clock::next_millisecond(&observed_at)
+                        .ok_or(AppendError::Body("a valid observed_at"))?;
+                    body.insert("observed_at".into(), observed_at.clone().into());
+                }
+                None => break,
+            }
         }
         if if_changed
             && let Some(latest) = latest_of_target(&file, shape.complete, &target_id).map_err(io_err)?
@@ -182,6 +205,11 @@ pub fn append(
         },
     };
     let sealed = block::seal(body, &link, key);
+    // Never write a block that verify would refuse (a hostile value, or a bug): check it
+    // exactly as verify will.
+    if let Err(error) = block::check_line(&sealed.line[..sealed.line.len() - 1]) {
+        return Err(AppendError::Unverifiable(error));
+    }
     (&file).write_all(&sealed.line).map_err(io_err)?;
     file.sync_data().map_err(io_err)?;
     if last.is_none()
@@ -209,37 +237,37 @@ fn lock(file: &File, path: &Path) -> Result<(), AppendError> {
     }
 }
 
-/// A block of the same target observed at the same moment, among the last block and those
-/// before it that are not older than `observed_at`.
-fn same_moment(
-    last: &Checked,
-    earlier: RevLines<'_>,
-    target_id: &str,
+/// How long after its probe ended a block can have been appended (the lock wait, and a margin).
+const APPEND_SLACK: time::Duration = time::Duration::seconds(LOCK_WAIT.as_secs() as i64 + 5);
+
+/// The blocks that may have been appended after `observed_at`: reading back from the end
+/// until a block that ended (observed_at plus its run time plus the append slack) before it.
+/// File order is append order, so every block before that one was appended earlier too.
+fn recent_moments(
+    lines: impl Iterator<Item = io::Result<(u64, Vec<u8>)>>,
     observed_at: &str,
-) -> io::Result<Option<Checked>> {
+) -> io::Result<Vec<block::Moment>> {
     let Some(ours) = crate::clock::parse(observed_at) else {
-        return Ok(None);
+        return Ok(Vec::new());
     };
-    let is_same = |b: &Checked| b.target_id == target_id && b.observed_at == observed_at;
-    if is_same(last) {
-        return Ok(Some(last.clone()));
-    }
-    if crate::clock::parse(&last.observed_at).is_some_and(|t| t < ours) {
-        return Ok(None);
-    }
-    for line in earlier.take(DEDUP_WINDOW) {
+    let mut out = Vec::new();
+    for line in lines.take(DEDUP_WINDOW) {
         let (_, line) = line?;
-        let Ok(b) = block::check_line(&line) else {
-            return Ok(None);
-        };
-        if is_same(&b) {
-            return Ok(Some(b));
-        }
-        if crate::clock::parse(&b.observed_at).is_some_and(|t| t < ours) {
-            return Ok(None);
+        let Some(m) = block::moment(&line) else { break };
+        let ended =
+            crate::clock::parse(&m.observed_at).map(|t| t + time::Duration::milliseconds(m.total_ms as i64));
+        out.push(m);
+        if ended.is_some_and(|t| t + APPEND_SLACK < ours) {
+            break;
         }
     }
-    Ok(None)
+    Ok(out)
+}
+
+fn body_digest_of_map(body: &Map<String, Value>) -> [u8; 32] {
+    let mut b = body.clone();
+    b.insert("format".into(), block::FORMAT.into());
+    block::body_digest(&canonical::to_bytes(&Value::Object(b))).unwrap_or_default()
 }
 
 /// The latest block of a target, reading backwards until one is found.
@@ -311,6 +339,30 @@ mod tests {
         let again = append(&path, body("t", at), &key(), false).unwrap();
         assert!(matches!(again, Outcome::Duplicate { seq: 1, .. }), "{again:?}");
         assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 2);
+        fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn another_run_in_the_same_millisecond_is_stamped_one_millisecond_later() {
+        let path = scratch("samems");
+        let at = "2026-12-02T10:00:00.000+00:00";
+        append(&path, body("t", at), &key(), false).unwrap();
+        let mut other = body("t", at);
+        other.insert("verdict".into(), "fail".into());
+        let Outcome::Appended(b) = append(&path, other.clone(), &key(), false).unwrap() else {
+            panic!("must write")
+        };
+        let v: Value = serde_json::from_slice(&b.line).unwrap();
+        assert_eq!(v["observed_at"], "2026-12-02T10:00:00.001+00:00");
+        // And that one again is a no-op, even behind a block observed earlier.
+        append(&path, body("u", "2026-12-02T09:59:59.000+00:00"), &key(), false).unwrap();
+        let mut again = other;
+        again.insert("observed_at".into(), "2026-12-02T10:00:00.001+00:00".into());
+        assert!(matches!(
+            append(&path, again, &key(), false).unwrap(),
+            Outcome::Duplicate { seq: 2, .. }
+        ));
+        assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 3);
         fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
     }
 

@@ -8,21 +8,19 @@ use std::fmt;
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use std::borrow::Cow;
 
-use serde::Deserialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::canonical;
 use super::canonical_scan;
 use super::keys;
+use super::kinds;
 use crate::hex;
 
 /// The `format` value of every block this version writes.
 pub const FORMAT: &str = "mcp-witness/evidence-block/v1";
 /// `prev` of a file's first block.
 pub const GENESIS_PREV: &str = "0000000000000000000000000000000000000000000000000000000000000000";
-/// Block kinds verify accepts.
-pub const KINDS: &[&str] = &["probe", "check", "client"];
 /// A block line longer than this is refused by every reader (blocks are bounded far below it).
 pub const MAX_LINE: usize = 16 << 20;
 
@@ -78,6 +76,7 @@ pub enum BlockError {
     NotCanonical(usize, &'static str),
     Unfit(String),
     Field(&'static str, &'static str),
+    UnknownField(String),
     UnknownFormat(String),
     HashMismatch,
     BadSignature,
@@ -93,6 +92,7 @@ impl BlockError {
             BlockError::NotCanonical(..) => "not_canonical",
             BlockError::Unfit(_) => "non_integer_number",
             BlockError::Field(..) => "bad_field",
+            BlockError::UnknownField(_) => "unknown_field",
             BlockError::UnknownFormat(_) => "unknown_format",
             BlockError::HashMismatch => "hash_mismatch",
             BlockError::BadSignature => "bad_signature",
@@ -112,6 +112,7 @@ impl fmt::Display for BlockError {
             ),
             BlockError::Unfit(path) => write!(f, "number at {path} is not a safe integer"),
             BlockError::Field(name, problem) => write!(f, "field `{name}` {problem}"),
+            BlockError::UnknownField(name) => write!(f, "field `{name}` is not part of this block kind"),
             BlockError::UnknownFormat(v) => write!(f, "unknown block format `{v}`"),
             BlockError::HashMismatch => write!(
                 f,
@@ -137,117 +138,82 @@ pub struct Checked {
     pub observation_sha256: Option<String>,
 }
 
-/// The envelope fields every block has, read without building the whole value.
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(borrow)]
-    format: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    kind: Option<Cow<'a, str>>,
-    seq: Option<Value>,
-    #[serde(borrow)]
-    prev: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    file_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    hash: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    sig: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    key: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    observed_at: Option<Cow<'a, str>>,
-    #[serde(default, deserialize_with = "present")]
-    tz: Option<Value>,
-    host: Option<Value>,
-    tool: Option<Value>,
-    #[serde(borrow)]
-    target: Option<TargetId<'a>>,
-    #[serde(borrow)]
-    observation_sha256: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct TargetId<'a> {
-    #[serde(borrow)]
-    id: Option<Cow<'a, str>>,
-}
-
-/// Distinguishes a field that is `null` from one that is missing.
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(d).map(Some)
-}
-
-/// Checks one line (without its newline): canonical form, fields, hash and signature
-/// against the block's own key. Trust in that key is the caller's decision.
+/// Checks one line (without its newline): canonical form, fields and their types, hash and
+/// signature against the block's own key. Trust in that key is the caller's decision.
 pub fn check_line(line: &[u8]) -> Result<Checked, BlockError> {
     if line.len() > MAX_LINE {
         return Err(BlockError::TooLong(line.len()));
     }
-    let unsigned = match canonical_scan::scan(line) {
-        Ok(u) => u,
+    let scanned = match canonical_scan::scan(line) {
+        Ok(s) => s,
         Err(e) => return Err(classify_noncanonical(line, e)),
     };
-    let env: Envelope = serde_json::from_slice(line).map_err(|e| BlockError::NotJson(e.to_string()))?;
+    let get = |name: &str| scanned.get(line, name);
 
-    let format = env
-        .format
-        .ok_or(BlockError::Field("format", "must be a string"))?;
+    let format = text(get("format"), "format")?;
     if format != FORMAT {
         return Err(BlockError::UnknownFormat(format.chars().take(64).collect()));
     }
-    let kind = env.kind.ok_or(BlockError::Field("kind", "must be a string"))?;
-    if !KINDS.contains(&kind.as_ref()) {
-        return Err(BlockError::Field("kind", "is not one of probe, check, client"));
-    }
-    let seq = env
-        .seq
-        .as_ref()
-        .and_then(Value::as_u64)
+    let kind = text(get("kind"), "kind")?;
+    let Some(kind_fields) = kinds::fields_of(&kind) else {
+        return Err(BlockError::Field(
+            "kind",
+            "is not a kind this version knows (probe)",
+        ));
+    };
+    check_fields(&scanned, line, kind_fields)?;
+
+    let seq = get("seq")
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(|v| v.parse::<u64>().ok())
         .filter(|&s| s >= 1)
         .ok_or(BlockError::Field("seq", "must be an integer from 1"))?;
-    let prev = hex_field::<32>(env.prev, "prev")?;
-    let file_id = hex_field::<16>(env.file_id, "file_id")?;
-    let hash = hex_field::<32>(env.hash, "hash")?;
-    let sig = env
-        .sig
-        .as_deref()
-        .and_then(hex::decode_exact::<64>)
+    let prev = hex_field::<32>(get("prev"), "prev")?;
+    let file_id = hex_field::<16>(get("file_id"), "file_id")?;
+    let hash = hex_field::<32>(get("hash"), "hash")?;
+    let sig = text(get("sig"), "sig")
+        .ok()
+        .and_then(|t| hex::decode_exact::<64>(&t))
         .ok_or(BlockError::Field("sig", "must be 128 lower-case hex digits"))?;
-    let key = env
-        .key
-        .as_deref()
-        .and_then(|k| keys::parse_public(k).ok())
+    let key = text(get("key"), "key")
+        .ok()
+        .filter(|k| k.trim() == k.as_ref())
+        .and_then(|k| keys::parse_public(&k).ok())
         .ok_or(BlockError::Field("key", "must be `ed25519:<64 hex>`"))?;
-    let observed_at = env
-        .observed_at
-        .ok_or(BlockError::Field("observed_at", "must be a string"))?;
-    if crate::clock::parse(&observed_at).is_none() {
-        return Err(BlockError::Field("observed_at", "must be an RFC 3339 time"));
+    let observed_at = text(get("observed_at"), "observed_at")?;
+    if !crate::clock::is_block_stamp(&observed_at) {
+        return Err(BlockError::Field(
+            "observed_at",
+            "must be an RFC 3339 time with milliseconds and a numeric offset",
+        ));
     }
-    if !matches!(env.tz, Some(Value::String(_)) | Some(Value::Null)) {
-        return Err(BlockError::Field("tz", "must be a string or null"));
-    }
-    if !env.host.as_ref().is_some_and(Value::is_string) {
-        return Err(BlockError::Field("host", "must be a string"));
-    }
-    let tool_ok = env.tool.as_ref().is_some_and(|t| {
-        t.get("name").is_some_and(Value::is_string) && t.get("version").is_some_and(Value::is_string)
-    });
-    if !tool_ok {
+    let tool: Value = serde_json::from_slice(get("tool").unwrap_or_default()).unwrap_or_default();
+    if !(tool.get("name").is_some_and(Value::is_string) && tool.get("version").is_some_and(Value::is_string))
+    {
         return Err(BlockError::Field("tool", "must hold string `name` and `version`"));
     }
-    let target_id = env
-        .target
-        .and_then(|t| t.id)
+    let target: Value = serde_json::from_slice(get("target").unwrap_or_default()).unwrap_or_default();
+    let target_id = target
+        .get("id")
+        .and_then(Value::as_str)
         .filter(|id| hex::decode_exact::<32>(id).is_some())
         .ok_or(BlockError::Field(
             "target",
             "must be an object with a 64-hex `id`",
-        ))?;
+        ))?
+        .to_string();
+    if kind == "probe"
+        && !matches!(
+            text(get("verdict"), "verdict")?.as_ref(),
+            "pass" | "fail" | "inconclusive"
+        )
+    {
+        return Err(BlockError::Field("verdict", "must be pass, fail or inconclusive"));
+    }
+    let observation_sha256 = get("observation_sha256").and_then(|v| text(Some(v), "observation_sha256").ok());
 
     let mut hasher = Sha256::new();
-    for piece in unsigned.pieces(line) {
+    for piece in scanned.unsigned().pieces(line) {
         hasher.update(piece);
     }
     let digest: [u8; 32] = hasher.finalize().into();
@@ -265,9 +231,113 @@ pub fn check_line(line: &[u8]) -> Result<Checked, BlockError> {
         key,
         kind: kind.into_owned(),
         observed_at: observed_at.into_owned(),
-        target_id: target_id.into_owned(),
-        observation_sha256: env.observation_sha256.map(Cow::into_owned),
+        target_id,
+        observation_sha256: observation_sha256.map(Cow::into_owned),
     })
+}
+
+/// Every envelope and kind field is present with an allowed type, and no other field is.
+fn check_fields(
+    scanned: &canonical_scan::Scanned<'_>,
+    line: &[u8],
+    kind: &[(&'static str, kinds::Types)],
+) -> Result<(), BlockError> {
+    for (name, types) in kinds::ENVELOPE.iter().chain(kind) {
+        match scanned.get(line, name) {
+            None => return Err(BlockError::Field(name, "is missing")),
+            Some(v) if kinds::type_of(v) & types == 0 => {
+                return Err(BlockError::Field(name, "has the wrong JSON type"));
+            }
+            Some(_) => {}
+        }
+    }
+    for m in &scanned.members {
+        let known = kinds::ENVELOPE
+            .iter()
+            .chain(kind)
+            .any(|(n, _)| n.as_bytes() == m.key.as_ref());
+        if !known {
+            return Err(BlockError::UnknownField(
+                String::from_utf8_lossy(&m.key).chars().take(64).collect(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A canonical string value's text (borrowed when it has no escapes).
+fn text<'a>(value: Option<&'a [u8]>, name: &'static str) -> Result<Cow<'a, str>, BlockError> {
+    let bad = BlockError::Field(name, "must be a string");
+    let v = value.ok_or(bad.clone())?;
+    if v.len() < 2 || v[0] != b'"' || v[v.len() - 1] != b'"' {
+        return Err(bad);
+    }
+    let inner = &v[1..v.len() - 1];
+    if !inner.contains(&b'\\') {
+        // The scan already checked the line is UTF-8.
+        return std::str::from_utf8(inner).map(Cow::Borrowed).map_err(|_| bad);
+    }
+    serde_json::from_slice::<String>(v)
+        .map(Cow::Owned)
+        .map_err(|_| bad)
+}
+
+/// What de-duplication needs of a block near the end of a file, read without checking its
+/// signature (the last block is checked in full before anything is chained onto it).
+#[derive(Debug, Clone)]
+pub struct Moment {
+    pub seq: u64,
+    pub hash: String,
+    pub target_id: String,
+    pub observed_at: String,
+    /// `timings_ms.total` of a probe block (0 when absent).
+    pub total_ms: u64,
+    /// SHA-256 of the block without its chain fields: equal for the same block appended twice.
+    pub body_digest: [u8; 32],
+}
+
+/// Fields of the chain: what sealing adds to a body.
+const CHAIN_FIELDS: &[&str] = &["seq", "prev", "file_id", "key", "hash", "sig"];
+
+/// Reads a line's moment; `None` when it is not a canonical block.
+pub fn moment(line: &[u8]) -> Option<Moment> {
+    let scanned = canonical_scan::scan(line).ok()?;
+    let get = |name: &str| scanned.get(line, name);
+    let target: Value = serde_json::from_slice(get("target")?).ok()?;
+    let timings: Value = get("timings_ms")
+        .and_then(|t| serde_json::from_slice(t).ok())
+        .unwrap_or_default();
+    Some(Moment {
+        seq: std::str::from_utf8(get("seq")?).ok()?.parse().ok()?,
+        hash: text(get("hash"), "hash").ok()?.into_owned(),
+        target_id: target.get("id")?.as_str()?.to_string(),
+        observed_at: text(get("observed_at"), "observed_at").ok()?.into_owned(),
+        total_ms: timings.get("total").and_then(Value::as_u64).unwrap_or(0),
+        body_digest: digest_without(&scanned, line, CHAIN_FIELDS),
+    })
+}
+
+/// SHA-256 of a canonical block line without its chain fields.
+pub fn body_digest(line: &[u8]) -> Option<[u8; 32]> {
+    let scanned = canonical_scan::scan(line).ok()?;
+    Some(digest_without(&scanned, line, CHAIN_FIELDS))
+}
+
+fn digest_without(scanned: &canonical_scan::Scanned<'_>, line: &[u8], skip: &[&str]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"{");
+    let kept = scanned
+        .members
+        .iter()
+        .filter(|m| !skip.iter().any(|s| s.as_bytes() == m.key.as_ref()));
+    for (i, m) in kept.enumerate() {
+        if i > 0 {
+            h.update(b",");
+        }
+        h.update(&line[m.span.clone()]);
+    }
+    h.update(b"}");
+    h.finalize().into()
 }
 
 /// Names what is wrong with a line that is not canonical, in the terms a user expects.
@@ -282,13 +352,14 @@ fn classify_noncanonical(line: &[u8], e: canonical_scan::NonCanonical) -> BlockE
     }
 }
 
-fn hex_field<const N: usize>(text: Option<Cow<'_, str>>, name: &'static str) -> Result<String, BlockError> {
-    match text {
-        Some(t) if hex::decode_exact::<N>(&t).is_some() => Ok(t.into_owned()),
+fn hex_field<const N: usize>(value: Option<&[u8]>, name: &'static str) -> Result<String, BlockError> {
+    match text(value, name) {
+        Ok(t) if hex::decode_exact::<N>(&t).is_some() => Ok(t.into_owned()),
         _ if N == 32 => Err(BlockError::Field(name, "must be 64 lower-case hex digits")),
         _ => Err(BlockError::Field(name, "must be 32 lower-case hex digits")),
     }
 }
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -304,6 +375,10 @@ pub(crate) mod tests {
             "tool": {"name": "mcp-witness", "version": "0"},
             "target": {"id": target_id, "command": [target]},
             "verdict": "pass",
+            "call": null, "capabilities": {}, "era": "legacy", "era_detection": null, "messages": {},
+            "observation_sha256": "00", "protocol_requested": "2025-11-25", "protocol_version": "2025-11-25",
+            "reasons": [], "server": null, "silence": null, "stderr": {}, "stdout_noise": {},
+            "teardown": null, "timings_ms": {}, "tools": null,
         })
         .as_object()
         .unwrap()
@@ -338,6 +413,43 @@ pub(crate) mod tests {
 
         let spaced = String::from_utf8(line.to_vec()).unwrap().replacen(':', ": ", 1);
         assert_eq!(check_line(spaced.as_bytes()).unwrap_err().code(), "not_canonical");
+    }
+
+    #[test]
+    fn fields_are_checked_for_presence_type_and_membership() {
+        let key = SigningKey::from_bytes(&[1u8; 32]);
+        let reseal = |edit: &dyn Fn(&mut Map<String, Value>)| {
+            let mut b = body("srv", "2026-12-02T10:00:00.000+00:00");
+            edit(&mut b);
+            let sealed = seal(b, &link(1), &key);
+            check_line(&sealed.line[..sealed.line.len() - 1])
+                .map(|_| ())
+                .unwrap_err()
+        };
+        assert_eq!(
+            reseal(&|b| drop(b.remove("verdict"))),
+            BlockError::Field("verdict", "is missing")
+        );
+        assert_eq!(
+            reseal(&|b| drop(b.insert("tools".into(), 3.into()))),
+            BlockError::Field("tools", "has the wrong JSON type")
+        );
+        assert_eq!(
+            reseal(&|b| drop(b.insert("extra".into(), 1.into()))),
+            BlockError::UnknownField("extra".into())
+        );
+        assert_eq!(
+            reseal(&|b| drop(b.insert("verdict".into(), "maybe".into()))).code(),
+            "bad_field"
+        );
+        assert_eq!(
+            reseal(&|b| drop(b.insert("kind".into(), "other".into()))).code(),
+            "bad_field"
+        );
+        assert_eq!(
+            reseal(&|b| drop(b.insert("observed_at".into(), "2026-12-02T10:00:00Z".into()))).code(),
+            "bad_field"
+        );
     }
 
     #[test]

@@ -23,8 +23,44 @@ pub struct NonCanonical {
     pub what: &'static str,
 }
 
-/// The top-level members other than `hash` and `sig`: joined with commas inside braces,
-/// they are the canonical form of the block without those two.
+/// One top-level member: its key (unescaped), and the byte spans of the whole member and
+/// of its value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member<'a> {
+    pub key: Cow<'a, [u8]>,
+    pub span: Range<usize>,
+    pub value: Range<usize>,
+}
+
+/// What a scan learns of a canonical line: its top-level members, in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scanned<'a> {
+    pub members: Vec<Member<'a>>,
+}
+
+impl<'a> Scanned<'a> {
+    /// The value bytes of a top-level member.
+    pub fn get(&self, line: &'a [u8], key: &str) -> Option<&'a [u8]> {
+        self.members
+            .iter()
+            .find(|m| m.key.as_ref() == key.as_bytes())
+            .map(|m| &line[m.value.clone()])
+    }
+
+    /// The members other than `hash` and `sig`: joined with commas inside braces, they are
+    /// the canonical form of the block without those two.
+    pub fn unsigned(&self) -> Unsigned {
+        let kept = self
+            .members
+            .iter()
+            .filter(|m| m.key.as_ref() != b"hash" && m.key.as_ref() != b"sig")
+            .map(|m| m.span.clone())
+            .collect();
+        Unsigned { kept }
+    }
+}
+
+/// The spans that, joined, make the canonical form without `hash` and `sig`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Unsigned {
     pub kept: Vec<Range<usize>>,
@@ -46,8 +82,8 @@ impl Unsigned {
     }
 }
 
-/// Checks `line` (without its newline) and finds the members that hashing leaves out.
-pub fn scan(line: &[u8]) -> Result<Unsigned, NonCanonical> {
+/// Checks `line` (without its newline) and lists its top-level members.
+pub fn scan(line: &[u8]) -> Result<Scanned<'_>, NonCanonical> {
     if std::str::from_utf8(line).is_err() {
         return Err(NonCanonical {
             offset: 0,
@@ -66,19 +102,13 @@ pub fn scan(line: &[u8]) -> Result<Unsigned, NonCanonical> {
     if s.i != line.len() {
         return Err(s.err("bytes after the object"));
     }
-    let kept = s
-        .top
-        .iter()
-        .filter(|(key, _)| key.as_ref() != b"hash" && key.as_ref() != b"sig")
-        .map(|(_, span)| span.clone())
-        .collect();
-    Ok(Unsigned { kept })
+    Ok(Scanned { members: s.top })
 }
 
 struct Scanner<'a> {
     b: &'a [u8],
     i: usize,
-    top: Vec<(Cow<'a, [u8]>, Range<usize>)>,
+    top: Vec<Member<'a>>,
 }
 
 impl<'a> Scanner<'a> {
@@ -252,9 +282,14 @@ impl<'a> Scanner<'a> {
                 });
             }
             self.expect(b':', "expected `:` right after a key")?;
+            let value_start = self.i;
             self.value(depth + 1)?;
             if depth == 0 {
-                self.top.push((key.clone(), member_start..self.i));
+                self.top.push(Member {
+                    key: key.clone(),
+                    span: member_start..self.i,
+                    value: value_start..self.i,
+                });
             }
             prev = Some(key);
             match self.peek() {
@@ -317,7 +352,7 @@ mod tests {
     #[test]
     fn canonical_lines_pass_and_the_unsigned_form_matches_serde() {
         let line = sample();
-        let unsigned = scan(&line).unwrap();
+        let unsigned = scan(&line).unwrap().unsigned();
         let mut v: Value = serde_json::from_slice(&line).unwrap();
         v.as_object_mut().unwrap().remove("hash");
         v.as_object_mut().unwrap().remove("sig");
@@ -337,7 +372,7 @@ mod tests {
             let mut expect = v.clone();
             expect.as_object_mut().unwrap().remove("hash");
             expect.as_object_mut().unwrap().remove("sig");
-            let got = scan(&line).unwrap().pieces(&line).concat();
+            let got = scan(&line).unwrap().unsigned().pieces(&line).concat();
             assert_eq!(String::from_utf8(got).unwrap(), expect.to_string(), "{v}");
         }
     }

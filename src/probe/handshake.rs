@@ -119,8 +119,19 @@ impl Run<'_> {
             }
             Discovered::NotModern(why) => {
                 // Fall back to legacy on a fresh process, as the spec asks.
-                self.obs.era_detection = Some(format!("server/discover {why}; fell back to legacy"));
-                self.stop_server();
+                let ended = match self.stop_server() {
+                    Some(td) => {
+                        self.earlier_survivors.extend(td.survivors.iter().copied());
+                        format!(
+                            " (that process ended by {} after {} ms)",
+                            td.ended_by, td.after_ms
+                        )
+                    }
+                    None => String::new(),
+                };
+                self.obs.era_detection = Some(format!(
+                    "server/discover {why}; fell back to legacy on a fresh process{ended}"
+                ));
                 self.obs.timings.discover = self.obs.timings.discover.or(Some(0));
                 self.obs.protocol_requested = self
                     .opts

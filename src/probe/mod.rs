@@ -95,6 +95,10 @@ pub(crate) struct Run<'o> {
     redactor: Redactor,
     started: Instant,
     stderr_total: u64,
+    /// Redacted stderr tail of the last process torn down.
+    last_stderr_tail: Option<String>,
+    /// Survivors of an earlier process of this run (the discovery process under `auto`).
+    earlier_survivors: Vec<u32>,
 }
 
 /// Probes a server. Never panics on anything the server does; every outcome is an
@@ -159,6 +163,8 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
         redactor,
         started: Instant::now(),
         stderr_total: 0,
+        last_stderr_tail: None,
+        earlier_survivors: Vec::new(),
     };
 
     let digest = run.resolve(&cwd);
@@ -311,9 +317,7 @@ impl Run<'_> {
         let teardown = rpc.server.teardown(self.opts.grace);
         if let Ok(log) = stderr.lock() {
             self.stderr_total += log.bytes;
-            if self.obs.verdict != Verdict::Pass || !self.obs.reasons.is_empty() {
-                self.obs.stderr_tail = Some(self.redactor.text(&log.text_tail()));
-            }
+            self.last_stderr_tail = Some(self.redactor.text(&log.text_tail()));
         }
         Some(teardown)
     }
@@ -322,9 +326,11 @@ impl Run<'_> {
         if let Some(rpc) = &self.rpc {
             self.obs.timings.first_stdout = rpc.server.first_stdout_ms();
         }
-        let teardown = self.stop_server();
-        if teardown.is_some() {
-            self.obs.teardown = teardown;
+        if let Some(mut teardown) = self.stop_server() {
+            teardown
+                .survivors
+                .extend(std::mem::take(&mut self.earlier_survivors));
+            self.obs.teardown = Some(teardown);
         }
         self.obs.stderr_bytes = self.stderr_total;
         if let Some(handle) = digest {
@@ -346,6 +352,9 @@ impl Run<'_> {
         self.obs.timings.total = self.started.elapsed().as_millis() as u64;
         if self.obs.verdict == Verdict::Pass && !self.obs.reasons.is_empty() {
             self.obs.verdict = Verdict::Fail;
+        }
+        if self.obs.verdict != Verdict::Pass {
+            self.obs.stderr_tail = self.last_stderr_tail.take();
         }
         self.obs
     }

@@ -44,7 +44,11 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
             "content_types": c.content_types,
             "preview": c.preview,
             "result_sha256": c.result_sha256,
-            "error": c.error.as_ref().map(|(code, message)| json!({"code": code, "message": message})),
+            "error": c.error.as_ref().map(|(code, message)| {
+                // A server's error code is foreign: one beyond ±(2^53−1) is kept as text.
+                let code = if code.unsigned_abs() <= canonical::MAX_SAFE_INTEGER { json!(code) } else { json!(code.to_string()) };
+                json!({"code": code, "message": message})
+            }),
             "elapsed_ms": c.elapsed_ms,
         })
     });

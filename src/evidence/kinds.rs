@@ -1,0 +1,72 @@
+//! Which top-level fields each block kind holds, and of which JSON types. `verify` checks
+//! these for every block; `schemas/evidence-block.schema.json` also describes the nested
+//! fields (which `tests/reverify.py` validates).
+
+/// A set of JSON types, as a bit mask.
+pub type Types = u8;
+pub const STRING: Types = 1;
+pub const INTEGER: Types = 2;
+pub const OBJECT: Types = 4;
+pub const ARRAY: Types = 8;
+pub const BOOL: Types = 16;
+pub const NULL: Types = 32;
+pub const ANY: Types = STRING | INTEGER | OBJECT | ARRAY | BOOL | NULL;
+
+/// Fields every block has.
+pub const ENVELOPE: &[(&str, Types)] = &[
+    ("file_id", STRING),
+    ("format", STRING),
+    ("hash", STRING),
+    ("host", STRING),
+    ("key", STRING),
+    ("kind", STRING),
+    ("observed_at", STRING),
+    ("prev", STRING),
+    ("seq", INTEGER),
+    ("sig", STRING),
+    ("target", OBJECT),
+    ("tool", OBJECT),
+    ("tz", STRING | NULL),
+];
+
+/// The other fields of a `probe` block.
+pub const PROBE: &[(&str, Types)] = &[
+    ("call", OBJECT | NULL),
+    // Foreign JSON as the server replied (or its JSON text when it held non-integers).
+    ("capabilities", ANY),
+    ("era", STRING),
+    ("era_detection", STRING | NULL),
+    ("messages", OBJECT),
+    ("observation_sha256", STRING),
+    ("protocol_requested", STRING),
+    ("protocol_version", STRING | NULL),
+    ("reasons", ARRAY),
+    ("server", OBJECT | NULL),
+    ("silence", OBJECT | NULL),
+    ("stderr", OBJECT),
+    ("stdout_noise", OBJECT),
+    ("teardown", OBJECT | NULL),
+    ("timings_ms", OBJECT),
+    ("tools", OBJECT | NULL),
+    ("verdict", STRING),
+];
+
+/// The fields of a kind beyond the envelope; `None` for a kind this version does not know.
+pub fn fields_of(kind: &str) -> Option<&'static [(&'static str, Types)]> {
+    match kind {
+        "probe" => Some(PROBE),
+        _ => None,
+    }
+}
+
+/// The JSON type of a canonical value, from its first byte.
+pub fn type_of(value: &[u8]) -> Types {
+    match value.first() {
+        Some(b'"') => STRING,
+        Some(b'{') => OBJECT,
+        Some(b'[') => ARRAY,
+        Some(b't' | b'f') => BOOL,
+        Some(b'n') => NULL,
+        _ => INTEGER,
+    }
+}
