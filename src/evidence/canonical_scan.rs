@@ -41,10 +41,12 @@ pub struct Scanned<'a> {
 impl<'a> Scanned<'a> {
     /// The value bytes of a top-level member.
     pub fn get(&self, line: &'a [u8], key: &str) -> Option<&'a [u8]> {
-        self.members
-            .iter()
-            .find(|m| m.key.as_ref() == key.as_bytes())
-            .map(|m| &line[m.value.clone()])
+        // Members are in key order: the line is canonical.
+        let i = self
+            .members
+            .binary_search_by(|m| m.key.as_ref().cmp(key.as_bytes()))
+            .ok()?;
+        Some(&line[self.members[i].value.clone()])
     }
 
     /// The members other than `hash` and `sig`: joined with commas inside braces, they are
@@ -204,6 +206,14 @@ impl<'a> Scanner<'a> {
         let start = self.i;
         let mut owned: Option<Vec<u8>> = None;
         loop {
+            // The common case first: a run of plain bytes.
+            if owned.is_none() {
+                let rest = &self.b[self.i..];
+                self.i += rest
+                    .iter()
+                    .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+                    .unwrap_or(rest.len());
+            }
             let Some(c) = self.peek() else {
                 return Err(self.err("unterminated string"));
             };

@@ -12,7 +12,7 @@ pub const BOOL: Types = 16;
 pub const NULL: Types = 32;
 pub const ANY: Types = STRING | INTEGER | OBJECT | ARRAY | BOOL | NULL;
 
-/// Fields every block has.
+/// Fields every block has (sorted: looked up by binary search).
 pub const ENVELOPE: &[(&str, Types)] = &[
     ("file_id", STRING),
     ("format", STRING),
@@ -29,7 +29,7 @@ pub const ENVELOPE: &[(&str, Types)] = &[
     ("tz", STRING | NULL),
 ];
 
-/// The other fields of a `probe` block.
+/// The other fields of a `probe` block (sorted).
 pub const PROBE: &[(&str, Types)] = &[
     ("call", OBJECT | NULL),
     // Foreign JSON as the server replied (or its JSON text when it held non-integers).
@@ -68,5 +68,15 @@ pub fn type_of(value: &[u8]) -> Types {
         Some(b't' | b'f') => BOOL,
         Some(b'n') => NULL,
         _ => INTEGER,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn field_lists_are_sorted_for_binary_search() {
+        for list in [super::ENVELOPE, super::PROBE] {
+            assert!(list.windows(2).all(|w| w[0].0 < w[1].0), "{list:?}");
+        }
     }
 }

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -15,8 +15,6 @@ use sha2::{Digest, Sha256};
 
 use super::block::{self, BlockError, GENESIS_PREV, MAX_LINE};
 use super::keys;
-
-const BATCH: usize = 64;
 
 /// What verify is asked to check beyond the file itself.
 #[derive(Debug, Clone, Default)]
@@ -101,24 +99,31 @@ type LineResult = Result<Summary, (Option<u64>, BlockError)>;
 pub fn verify_file(path: &Path, expect: &Expectations) -> Result<Report, Unreadable> {
     let unreadable = |e| Unreadable(path.to_path_buf(), e);
     let file = File::open(path).map_err(unreadable)?;
-    let mut reader = BufReader::with_capacity(1 << 16, file);
+    let mut chunks = Chunker {
+        file,
+        carry: Vec::new(),
+        scanned: 0,
+        eof: false,
+    };
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 16);
 
     let mut chain = Chain::new(path, expect);
     let read_result: io::Result<()> = std::thread::scope(|scope| {
-        let (job_tx, job_rx) = mpsc::sync_channel::<(usize, Vec<Vec<u8>>)>(workers * 2);
+        let (job_tx, job_rx) = mpsc::sync_channel::<(usize, Vec<u8>)>(workers * 2);
         let job_rx = Arc::new(Mutex::new(job_rx));
         let (res_tx, res_rx) = mpsc::channel::<(usize, Vec<LineResult>)>();
         for _ in 0..workers {
             let job_rx = Arc::clone(&job_rx);
             let res_tx = res_tx.clone();
             scope.spawn(move || {
+                let mut cache = block::KeyCache::default();
                 loop {
                     let job = job_rx.lock().map(|rx| rx.recv());
-                    let Ok(Ok((idx, lines))) = job else { break };
-                    let results = lines.iter().map(|l| summarize(l)).collect();
+                    let Ok(Ok((idx, chunk))) = job else { break };
+                    let lines = chunk[..chunk.len() - 1].split(|&b| b == b'\n');
+                    let results = lines.map(|l| summarize(l, &mut cache)).collect();
                     if res_tx.send((idx, results)).is_err() {
                         break;
                     }
@@ -130,50 +135,35 @@ pub fn verify_file(path: &Path, expect: &Expectations) -> Result<Report, Unreada
         let mut pending: BTreeMap<usize, Vec<LineResult>> = BTreeMap::new();
         let mut next_done = 0usize;
         let mut sent = 0usize;
-        let mut batch = Vec::with_capacity(BATCH);
-        let mut line = Vec::new();
-        let mut outcome = Ok(());
-        loop {
+        let outcome = loop {
             if chain.broken.is_some() {
-                break;
+                break Ok(());
             }
-            match read_bounded_line(&mut reader, &mut line) {
-                Ok(Read::Line) => batch.push(std::mem::take(&mut line)),
-                Ok(Read::TooLong(n)) => {
-                    // Report it in order, after the lines before it.
-                    chain.deferred_error = Some((
-                        chain.lines_read() + batch.len() as u64 + 1,
-                        BlockError::TooLong(n),
-                    ));
+            match chunks.next() {
+                Err(e) => break Err(e),
+                Ok(None) => break Ok(()),
+                Ok(Some(Piece::Torn(n))) => {
+                    chain.torn = Some(n);
+                    break Ok(());
                 }
-                Ok(Read::Torn(n)) => chain.torn = Some(n),
-                Ok(Read::Eof) => {}
-                Err(e) => {
-                    outcome = Err(e);
+                Ok(Some(Piece::TooLong(n))) => {
+                    // Reported in order, after the lines before it.
+                    chain.deferred_error = Some((chain.queued + 1, BlockError::TooLong(n)));
+                    break Ok(());
                 }
-            }
-            let done_reading = chain.torn.is_some()
-                || chain.deferred_error.is_some()
-                || outcome.is_err()
-                || reader_at_eof(&mut reader);
-            if batch.len() == BATCH || (done_reading && !batch.is_empty()) {
-                chain.queued += batch.len() as u64;
-                if job_tx
-                    .send((sent, std::mem::replace(&mut batch, Vec::with_capacity(BATCH))))
-                    .is_err()
-                {
-                    break;
+                Ok(Some(Piece::Lines(chunk, count))) => {
+                    chain.queued += count;
+                    if job_tx.send((sent, chunk)).is_err() {
+                        break Ok(());
+                    }
+                    sent += 1;
                 }
-                sent += 1;
             }
             while let Ok((idx, results)) = res_rx.try_recv() {
                 pending.insert(idx, results);
             }
             chain.drain(&mut pending, &mut next_done);
-            if done_reading {
-                break;
-            }
-        }
+        };
         drop(job_tx);
         while next_done < sent && chain.broken.is_none() {
             match res_rx.recv() {
@@ -190,55 +180,69 @@ pub fn verify_file(path: &Path, expect: &Expectations) -> Result<Report, Unreada
     Ok(chain.finish())
 }
 
-fn reader_at_eof(reader: &mut BufReader<File>) -> bool {
-    reader.fill_buf().map(|b| b.is_empty()).unwrap_or(true)
-}
+/// Bytes read per step: whole lines of about this much go to a worker at a time.
+const CHUNK: usize = 256 * 1024;
 
-enum Read {
-    Line,
-    TooLong(usize),
+enum Piece {
+    /// Complete lines, each ending in a newline, and how many.
+    Lines(Vec<u8>, u64),
+    /// Bytes after the last newline at the end of the file.
     Torn(u64),
-    Eof,
+    /// A line longer than any block.
+    TooLong(usize),
 }
 
-/// Reads one line into `buf` (without the newline), never holding more than `MAX_LINE` bytes.
-fn read_bounded_line(reader: &mut BufReader<File>, buf: &mut Vec<u8>) -> io::Result<Read> {
-    buf.clear();
-    let mut total = 0usize;
-    loop {
-        let chunk = reader.fill_buf()?;
-        if chunk.is_empty() {
-            return Ok(if total == 0 {
-                Read::Eof
-            } else {
-                Read::Torn(total as u64)
-            });
-        }
-        let (take, found) = match memchr(chunk) {
-            Some(i) => (i, true),
-            None => (chunk.len(), false),
-        };
-        if total + take <= MAX_LINE {
-            buf.extend_from_slice(&chunk[..take]);
-        }
-        total += take;
-        reader.consume(take + usize::from(found));
-        if found {
-            return Ok(if total > MAX_LINE {
-                Read::TooLong(total)
-            } else {
-                Read::Line
-            });
+/// Reads a file as chunks of whole lines, never holding much more than one block line.
+struct Chunker {
+    file: File,
+    carry: Vec<u8>,
+    /// How much of `carry` is known to hold no newline.
+    scanned: usize,
+    eof: bool,
+}
+
+impl Chunker {
+    fn next(&mut self) -> io::Result<Option<Piece>> {
+        loop {
+            if let Some(i) = self.carry[self.scanned..].iter().rposition(|&b| b == b'\n') {
+                let end = self.scanned + i + 1;
+                let rest = self.carry.split_off(end);
+                let chunk = std::mem::replace(&mut self.carry, rest);
+                self.scanned = 0;
+                let count = chunk.iter().filter(|&&b| b == b'\n').count() as u64;
+                return Ok(Some(Piece::Lines(chunk, count)));
+            }
+            self.scanned = self.carry.len();
+            if self.carry.len() > MAX_LINE {
+                return Ok(Some(Piece::TooLong(self.carry.len())));
+            }
+            if self.eof {
+                let n = std::mem::take(&mut self.carry).len();
+                return Ok((n > 0).then_some(Piece::Torn(n as u64)));
+            }
+            let start = self.carry.len();
+            self.carry.resize(start + CHUNK, 0);
+            let n = loop {
+                match self.file.read(&mut self.carry[start..]) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    other => break other,
+                }
+            };
+            let n = match n {
+                Ok(n) => n,
+                Err(e) => {
+                    self.carry.truncate(start);
+                    return Err(e);
+                }
+            };
+            self.carry.truncate(start + n);
+            self.eof = n == 0;
         }
     }
 }
 
-fn memchr(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
-}
-
-fn summarize(line: &[u8]) -> LineResult {
-    match block::check_line(line) {
+fn summarize(line: &[u8], cache: &mut block::KeyCache) -> LineResult {
+    match block::check_line_with(line, cache) {
         Ok(c) => {
             let mut h = Sha256::new();
             h.update(c.target_id.as_bytes());
@@ -302,10 +306,6 @@ impl<'e> Chain<'e> {
             torn: None,
             warnings: Vec::new(),
         }
-    }
-
-    fn lines_read(&self) -> u64 {
-        self.queued
     }
 
     fn drain(&mut self, pending: &mut BTreeMap<usize, Vec<LineResult>>, next: &mut usize) {

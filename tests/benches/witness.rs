@@ -215,6 +215,30 @@ fn verify_vs_bare(dir: &Path, blocks: usize) -> (PathBuf, SigningKey) {
     });
     let bare = bare_start.elapsed();
 
+    // Where one block's time goes, on one core.
+    let text = fs::read(&path).unwrap();
+    let sample: Vec<&[u8]> = text
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .take(5000)
+        .collect();
+    let start = Instant::now();
+    let mut cache = mcp_witness::evidence::block::KeyCache::default();
+    for line in &sample {
+        mcp_witness::evidence::block::check_line_with(line, &mut cache).unwrap();
+    }
+    let per_check = start.elapsed() / sample.len() as u32;
+    let start = Instant::now();
+    for (hash, sig) in &sigs[..sample.len()] {
+        verifying.verify_strict(hash, sig).unwrap();
+    }
+    let per_sig = start.elapsed() / sample.len() as u32;
+    println!(
+        "   (one core, per block: full line check {:.1} us, of which verify_strict {:.1} us)",
+        per_check.as_secs_f64() * 1e6,
+        per_sig.as_secs_f64() * 1e6
+    );
+
     let public = mcp_witness::evidence::keys::public_text(&verifying);
     let start = Instant::now();
     let mut child = Command::new(WITNESS)
