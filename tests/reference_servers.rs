@@ -1,5 +1,5 @@
 //! `probe` against real reference servers from npm and PyPI, installed by
-//! `scripts/install-reference-servers`. The recorded tool names must equal what each server
+//! `tests/setup/install-reference-servers`. The recorded tool names must equal what each server
 //! replies to an independent client, and the committed regression evidence must still match.
 
 mod common;

@@ -9,7 +9,7 @@ hash = SHA-256(canonical block without hash and sig) and an Ed25519 sig over tho
 bytes by its `key` (with --trust: only by a trusted key). For probe blocks it also
 recomputes target.id and observation_sha256. Exit 0 when intact; 1 with
 "line N: what" for the first broken line; 2 on bad usage or an unreadable file.
-Needs PyNaCl and jsonschema (scripts/install-verifier-tools makes a venv with them).
+Needs PyNaCl and jsonschema (tests/setup/install-verifier-tools makes a venv with them).
 """
 
 import argparse
@@ -52,8 +52,9 @@ def unsafe_number(value, path="$"):
 def probe_derived(b):
     """What is wrong with a probe block's derived digests, else None."""
     t = b["target"]
-    if sha256_hex({"command": t["command"], "cwd": t["cwd"], "env": t["env"]}) != t["id"]:
-        return "target.id is not the SHA-256 of its command, cwd and env"
+    identity = {k: t[k] for k in ("command", "cwd", "env", "era", "protocol_version")}
+    if sha256_hex(identity) != t["id"]:
+        return "target.id is not the SHA-256 of its command, cwd, env, era and protocol_version"
     tools, call = b["tools"], b["call"]
     observation = {
         "program_sha256": t["program_sha256"], "era": b["era"],

@@ -2,7 +2,7 @@
 //! description in Python (PyNaCl, jsonschema, the stdlib) and sharing no code with
 //! mcp-witness, must find a file of varied real blocks intact and schema-valid
 //! (`schemas/evidence-block.schema.json`), and must put every kind of tampering at its line.
-//! Needs the venv that `scripts/install-verifier-tools` makes; fails (never skips) without it.
+//! Needs the venv that `tests/setup/install-verifier-tools` makes; fails (never skips) without it.
 
 mod common;
 
@@ -23,7 +23,7 @@ fn verifier_python() -> PathBuf {
     let python = dir.join("verifier-venv").join("bin").join("python");
     assert!(
         python.exists(),
-        "the Python re-verifier's venv is not installed at {}: run scripts/install-verifier-tools (scripts/test does)",
+        "the Python re-verifier's venv is not installed at {}: run tests/setup/install-verifier-tools (tests/run does)",
         python.parent().unwrap().parent().unwrap().display()
     );
     python

@@ -137,6 +137,12 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
             program_sha256: None,
             cwd: cwd.display().to_string(),
             env_names,
+            era: match opts.era {
+                EraChoice::Legacy => "legacy",
+                EraChoice::Modern => "modern",
+                EraChoice::Auto => "auto",
+            },
+            protocol_version: opts.protocol_version.clone(),
         },
         era,
         era_detection: None,

@@ -118,6 +118,10 @@ pub struct TargetSeen {
     pub program_sha256: Option<String>,
     pub cwd: String,
     pub env_names: Vec<String>,
+    /// The era asked for: `legacy`, `modern` or `auto` (what was used is `Observation::era`).
+    pub era: &'static str,
+    /// `--protocol-version`, when given.
+    pub protocol_version: Option<String>,
 }
 
 /// Durations in milliseconds.

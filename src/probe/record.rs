@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use super::outcome::Observation;
+use super::outcome::{Observation, TargetSeen};
 use crate::evidence::canonical;
 use crate::hex;
 use crate::transport::ExitInfo;
@@ -13,21 +13,30 @@ fn sha256_hex(value: &Value) -> String {
     hex::encode(&Sha256::digest(canonical::to_bytes(value)))
 }
 
-/// The target's identity: what was run, where, with which variables (names only).
-pub fn target_id(command: &[String], cwd: &str, env_names: &[String]) -> String {
-    sha256_hex(&json!({"command": command, "cwd": cwd, "env": env_names}))
+/// The target's identity: what was run, where, with which variables (names only), asking
+/// for which era and protocol version. Probes of one target are comparable (`--if-changed`).
+pub fn target_id(t: &TargetSeen) -> String {
+    sha256_hex(&json!({
+        "command": t.command,
+        "cwd": t.cwd,
+        "env": t.env_names,
+        "era": t.era,
+        "protocol_version": t.protocol_version,
+    }))
 }
 
 /// The block body of a probe.
 pub fn block_body(obs: &Observation) -> Map<String, Value> {
     let t = &obs.target;
     let target = json!({
-        "id": target_id(&t.command, &t.cwd, &t.env_names),
+        "id": target_id(t),
         "command": t.command,
         "program": t.program,
         "program_sha256": t.program_sha256,
         "cwd": t.cwd,
         "env": t.env_names,
+        "era": t.era,
+        "protocol_version": t.protocol_version,
     });
     let server = obs
         .server

@@ -171,7 +171,7 @@ pub fn tool_names(block: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Where `scripts/install-reference-servers` put the real servers. Fails the test with
+/// Where `tests/setup/install-reference-servers` put the real servers. Fails the test with
 /// the command to run when they are not installed: a reference test never skips quietly.
 pub fn reference_dir() -> PathBuf {
     let dir = std::env::var_os("MCP_WITNESS_REFERENCE_DIR")
@@ -185,7 +185,7 @@ pub fn reference_dir() -> PathBuf {
     let marker = dir.join("node/node_modules/@modelcontextprotocol/server-everything/package.json");
     assert!(
         marker.exists() && dir.join("venv/bin/mcp-server-time").exists(),
-        "reference servers are not installed in {}: run scripts/install-reference-servers (scripts/test does)",
+        "reference servers are not installed in {}: run tests/setup/install-reference-servers (tests/run does)",
         dir.display()
     );
     dir
