@@ -17,7 +17,10 @@ use crate::transport::ExitInfo;
 /// Probe a stdio MCP server: handshake, list every page of tools, optionally call one tool,
 /// tear the server down, record a signed evidence block.
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("target").required(true).args(["command", "config"])))]
+#[command(
+    group(ArgGroup::new("target").required(true).args(["command", "config"])),
+    after_help = "Exit codes: 0 pass, 1 fail, 3 inconclusive (the server stayed silent while alive), 2 usage error or evidence not written."
+)]
 pub struct ProbeArgs {
     /// Evidence file to append to [default: evidence/probes.jsonl under the current folder].
     #[arg(short = 'e', long, value_name = "FILE")]
