@@ -39,22 +39,7 @@ impl Run<'_> {
         let sent = std::time::Instant::now();
         let reply = self.rpc().request("initialize", Some(params), timeout);
         self.obs.timings.initialize = Some(sent.elapsed().as_millis() as u64);
-        let result = match reply {
-            Ok(Reply::Result(r)) => r,
-            Ok(Reply::Error { code, message, .. }) => {
-                return Err(self.fail(
-                    "initialize_error",
-                    format!("initialize got error {code}: {message}"),
-                ));
-            }
-            Ok(Reply::Malformed(_)) => {
-                return Err(self.fail(
-                    "initialize_malformed",
-                    "the initialize reply has neither a result nor a valid error",
-                ));
-            }
-            Err(e) => return Err(self.no_reply("initialize", e)),
-        };
+        let result = self.result_of("initialize", ("initialize_error", "initialize_malformed"), reply)?;
         self.check_initialize(&result)?;
         self.rpc().notify("notifications/initialized", None);
         self.list_tools(None)

@@ -17,7 +17,7 @@ use crate::clock;
 use crate::framing::DEFAULT_MAX_LINE;
 use crate::program;
 use crate::redact::Redactor;
-use crate::rpc::{NoReply, Rpc};
+use crate::rpc::{NoReply, Reply, Rpc};
 use crate::transport::{ExitInfo, Grace, Server, SpawnSpec};
 use outcome::*;
 
@@ -258,6 +258,28 @@ impl Run<'_> {
             .reasons
             .push(Reason::new(code, self.redactor.text(&message.into())));
         Stop
+    }
+
+    /// The result of a reply, or the failure it means: an error reply (`codes.0`), a reply
+    /// with neither result nor error (`codes.1`), or no reply at all.
+    pub(crate) fn result_of(
+        &mut self,
+        step: &str,
+        codes: (&'static str, &'static str),
+        reply: Result<Reply, NoReply>,
+    ) -> Step<Value> {
+        match reply {
+            Ok(Reply::Result(r)) => Ok(r),
+            Ok(Reply::Error { code, message, .. }) => {
+                let message = handshake::truncate(&message, 512);
+                Err(self.fail(codes.0, format!("{step} got error {code}: {message}")))
+            }
+            Ok(Reply::Malformed(_)) => Err(self.fail(
+                codes.1,
+                format!("the {step} reply has neither a result nor a valid error"),
+            )),
+            Err(e) => Err(self.no_reply(step, e)),
+        }
     }
 
     /// Records why a request got no reply, as a fail or (silence) inconclusive.

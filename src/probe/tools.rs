@@ -8,7 +8,6 @@ use serde_json::Value;
 use super::handshake::{modern_meta, truncate};
 use super::outcome::ToolsSeen;
 use super::{MAX_PAGES, Run, Step};
-use crate::rpc::Reply;
 
 /// Names beyond this many (or this many bytes in all) are not recorded: a block stays bounded.
 const MAX_NAMES: usize = 10_000;
@@ -38,21 +37,10 @@ impl Run<'_> {
             let params = (!params.is_empty()).then_some(Value::Object(params));
             let reply = self.rpc().request("tools/list", params, timeout);
             seen.pages += 1;
-            let page = match reply {
-                Ok(Reply::Result(r)) => r,
-                Ok(Reply::Error { code, message, .. }) => {
-                    break Err(self.fail(
-                        "tools_list_error",
-                        format!("tools/list got error {code}: {message}"),
-                    ));
-                }
-                Ok(Reply::Malformed(_)) => {
-                    break Err(self.fail(
-                        "tools_list_malformed",
-                        "the tools/list reply has neither a result nor a valid error",
-                    ));
-                }
-                Err(e) => break Err(self.no_reply("tools/list", e)),
+            let page = match self.result_of("tools/list", ("tools_list_error", "tools_list_malformed"), reply)
+            {
+                Ok(page) => page,
+                Err(stop) => break Err(stop),
             };
             let Some(tools) = page.get("tools").and_then(Value::as_array) else {
                 break Err(self.fail(
