@@ -203,7 +203,9 @@ impl Rpc {
             (Some(method), _) => {
                 self.traffic.notification_count += 1;
                 if self.traffic.notifications.len() < NAMES_KEEP {
-                    self.traffic.notifications.push(method);
+                    self.traffic
+                        .notifications
+                        .push(method.chars().take(128).collect());
                 }
                 None
             }

@@ -75,6 +75,35 @@ pub fn foreign(value: &Value) -> Value {
     }
 }
 
+/// Foreign JSON larger than this is not kept, only its size and digest.
+pub const MAX_FOREIGN: usize = 64 * 1024;
+
+/// Foreign JSON nested deeper than this is not kept (blocks stay far from parsers' limits).
+pub const MAX_FOREIGN_DEPTH: usize = 32;
+
+/// `foreign`, bounded: JSON whose canonical text is larger than `MAX_FOREIGN`, or nested
+/// deeper than `MAX_FOREIGN_DEPTH`, is replaced by a string giving its size and SHA-256, so
+/// a hostile server cannot bloat a block or make it unreadable.
+pub fn foreign_bounded(value: &Value) -> Value {
+    fn depth(v: &Value) -> usize {
+        match v {
+            Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
+            Value::Object(m) => 1 + m.values().map(depth).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+    let bytes = to_bytes(value);
+    if bytes.len() <= MAX_FOREIGN && depth(value) <= MAX_FOREIGN_DEPTH {
+        return foreign(value);
+    }
+    use sha2::Digest;
+    let digest = crate::hex::encode(&sha2::Sha256::digest(&bytes));
+    Value::String(format!(
+        "(omitted: {} bytes of JSON, sha256 {digest})",
+        bytes.len()
+    ))
+}
+
 fn to_string(value: &Value) -> String {
     String::from_utf8(to_bytes(value)).expect("serde_json writes UTF-8")
 }
@@ -98,6 +127,18 @@ mod tests {
         );
         assert!(check_fit(&json!({"n": 9007199254740993u64})).is_err());
         assert!(check_fit(&json!({"n": -9007199254740991i64})).is_ok());
+    }
+
+    #[test]
+    fn huge_or_deep_foreign_json_is_replaced_by_its_digest() {
+        let big = json!({"x": "a".repeat(MAX_FOREIGN)});
+        assert!(foreign_bounded(&big).as_str().unwrap().starts_with("(omitted: "));
+        let mut deep = json!(1);
+        for _ in 0..40 {
+            deep = json!([deep]);
+        }
+        assert!(foreign_bounded(&deep).is_string());
+        assert_eq!(foreign_bounded(&json!({"tools": {}})), json!({"tools": {}}));
     }
 
     #[test]

@@ -54,6 +54,7 @@ impl Run<'_> {
                 seen.content_types = content
                     .map(|c| {
                         c.iter()
+                            .take(64)
                             .map(|b| {
                                 b.get("type")
                                     .and_then(Value::as_str)

@@ -49,7 +49,7 @@ impl Run<'_> {
         let Some(map) = result.as_object() else {
             return Err(self.fail("initialize_malformed", "the initialize result is not an object"));
         };
-        self.obs.capabilities = map.get("capabilities").map(canonical::foreign);
+        self.obs.capabilities = map.get("capabilities").map(canonical::foreign_bounded);
         let server = server_info(map.get("serverInfo"));
         self.obs.server = server.clone();
         let mut ok = true;
@@ -66,7 +66,10 @@ impl Run<'_> {
                 if !LEGACY_VERSIONS.contains(&v) {
                     self.fail(
                         "unknown_protocol_version",
-                        format!("the server answered protocolVersion `{v}`, which this tool does not know"),
+                        format!(
+                            "the server answered protocolVersion `{}`, which this tool does not know",
+                            truncate(v, 64)
+                        ),
                     );
                     ok = false;
                 }
@@ -164,7 +167,8 @@ impl Run<'_> {
                                 "no_common_version",
                                 format!(
                                     "the server supports {:?}; this tool speaks {:?} in the modern era",
-                                    supported, MODERN_VERSIONS
+                                    bounded_list(&supported),
+                                    MODERN_VERSIONS
                                 ),
                             ));
                         }
@@ -205,7 +209,7 @@ impl Run<'_> {
                 "returned a result without supportedVersions".into(),
             ));
         };
-        self.obs.capabilities = map.get("capabilities").map(canonical::foreign);
+        self.obs.capabilities = map.get("capabilities").map(canonical::foreign_bounded);
         self.obs.server = server_info(
             map.get("_meta")
                 .and_then(|m| m.get("io.modelcontextprotocol/serverInfo")),
@@ -219,7 +223,10 @@ impl Run<'_> {
         } else {
             return Err(self.fail(
                 "no_common_version",
-                format!("server/discover lists {versions:?}; this tool speaks {MODERN_VERSIONS:?}"),
+                format!(
+                    "server/discover lists {:?}; this tool speaks {MODERN_VERSIONS:?}",
+                    bounded_list(&versions)
+                ),
             ));
         }
         if !map.get("capabilities").is_some_and(Value::is_object) {
@@ -257,6 +264,11 @@ fn server_info(value: Option<&Value>) -> Option<ServerInfo> {
             .and_then(Value::as_str)
             .map(|v| truncate(v, 1024)),
     })
+}
+
+/// At most 8 entries of 64 characters: a server's list, as quoted in a reason.
+fn bounded_list<S: AsRef<str>>(items: &[S]) -> Vec<String> {
+    items.iter().take(8).map(|s| truncate(s.as_ref(), 64)).collect()
 }
 
 pub(crate) fn truncate(text: &str, max: usize) -> String {
