@@ -453,3 +453,24 @@ fn usage_errors_exit_2() {
         "exit codes are documented in --help"
     );
 }
+
+#[test]
+fn time_going_backwards_is_a_warning_not_a_failure() {
+    use mcp_witness::evidence::append::append;
+    let b = Bench::new("backwards");
+    let key = ed25519_dalek::SigningKey::from_bytes(&[5u8; 32]);
+    let run = b.probe_fixture(&["--json", "--no-record"], &["correct"]);
+    let body: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    for at in ["2026-12-02T10:00:05.000+00:00", "2026-12-02T10:00:01.000+00:00"] {
+        let mut body = body.as_object().unwrap().clone();
+        body.insert("observed_at".into(), at.into());
+        append(&b.evidence, body, &key, false).unwrap();
+    }
+    let run = verify(&b, &[]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(
+        run.stderr.contains("line 2: observed_at goes back in time"),
+        "{}",
+        run.stderr
+    );
+}
