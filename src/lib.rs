@@ -1,5 +1,6 @@
 //! mcp-witness: probe stdio MCP servers and keep the results as signed, hash-chained evidence.
 
+pub mod check;
 pub mod cli;
 pub mod clock;
 pub mod config;

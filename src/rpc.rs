@@ -125,6 +125,15 @@ impl Rpc {
 
     /// Waits for the reply carrying `id`, handling everything else that arrives meanwhile.
     pub fn wait_for(&mut self, id: &Value, timeout: Duration) -> Result<Reply, NoReply> {
+        self.wait_reply(&|got: Option<&Value>| got == Some(id), timeout)
+    }
+
+    /// Waits for a reply whose id (`None` when it has none) `accept` takes.
+    pub fn wait_reply(
+        &mut self,
+        accept: &dyn Fn(Option<&Value>) -> bool,
+        timeout: Duration,
+    ) -> Result<Reply, NoReply> {
         let start = Instant::now();
         let mut deadline = start + timeout;
         let mut exited = self.server.exit_status().is_some();
@@ -164,7 +173,7 @@ impl Rpc {
                 }
                 Event::Stdout(Frame::Oversize(bytes)) => return Err(NoReply::Oversize { bytes }),
                 Event::Stdout(Frame::Line(line)) => {
-                    if let Some(reply) = self.on_line(&line, id) {
+                    if let Some(reply) = self.on_line(&line, accept) {
                         return Ok(reply);
                     }
                 }
@@ -173,7 +182,7 @@ impl Rpc {
     }
 
     /// Handles one stdout line; returns the reply if it is the one awaited.
-    fn on_line(&mut self, line: &[u8], awaited: &Value) -> Option<Reply> {
+    fn on_line(&mut self, line: &[u8], accept: &dyn Fn(Option<&Value>) -> bool) -> Option<Reply> {
         self.traffic.max_line = self.traffic.max_line.max(line.len());
         let decoded = framing::decode(line);
         if decoded.crlf {
@@ -209,7 +218,7 @@ impl Rpc {
                 }
                 None
             }
-            (None, Some(id)) if id == awaited => Some(classify_reply(msg)),
+            (None, id) if accept(id) => Some(classify_reply(msg)),
             (None, _) => {
                 self.traffic.unmatched_replies += 1;
                 None

@@ -1,9 +1,12 @@
 //! The command line: argument definitions and dispatch. Each subcommand lives in its own
 //! module and returns the process exit code.
 
+mod check;
+mod diff;
 mod keys;
 mod probe;
 mod repair;
+mod server_args;
 mod verify;
 
 use std::process::ExitCode;
@@ -18,7 +21,7 @@ pub const EXIT_USAGE: u8 = 2;
     name = "mcp-witness",
     version,
     about = "Probe stdio MCP servers and keep signed, hash-chained evidence of what they did",
-    after_help = "Exit codes:\n  probe:  0 pass, 1 fail, 3 inconclusive (the server stayed silent), 2 usage error or evidence not written\n  verify: 0 intact, 1 broken or untrusted, 2 usage error or unreadable file"
+    after_help = "Exit codes:\n  probe:  0 pass, 1 fail, 3 inconclusive (the server stayed silent), 2 usage error or evidence not written\n  check:  0 no failures, 1 findings, 2 could not run\n  verify: 0 intact, 1 broken or untrusted, 2 usage error or unreadable file\n  diff:   0 unchanged, 1 changed, 2 usage error or too few blocks"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -28,6 +31,8 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Probe(Box<probe::ProbeArgs>),
+    Check(Box<check::CheckArgs>),
+    Diff(diff::DiffArgs),
     Verify(verify::VerifyArgs),
     Keygen(keys::KeygenArgs),
     Key(keys::KeyArgs),
@@ -39,6 +44,8 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Probe(args) => probe::run(*args),
+        Command::Check(args) => check::run(*args),
+        Command::Diff(args) => diff::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Keygen(args) => keys::keygen(args),
         Command::Key(args) => keys::key(args),

@@ -183,7 +183,7 @@ pub fn check_line_with(line: &[u8], cache: &mut KeyCache) -> Result<Checked, Blo
     let Some(kind_fields) = kinds::fields_of(&kind) else {
         return Err(BlockError::Field(
             "kind",
-            "is not a kind this version knows (probe)",
+            "is not a kind this version knows (probe, check)",
         ));
     };
     check_fields(&scanned, line, kind_fields)?;

@@ -51,10 +51,24 @@ pub const PROBE: &[(&str, Types)] = &[
     ("verdict", STRING),
 ];
 
+/// The other fields of a `check` block (sorted).
+pub const CHECK: &[(&str, Types)] = &[
+    ("could_not_run", STRING | NULL),
+    ("counts", OBJECT),
+    ("duration_ms", INTEGER),
+    ("era", STRING),
+    ("observation_sha256", STRING),
+    ("protocol_version", STRING | NULL),
+    ("results", ARRAY),
+    ("server", OBJECT | NULL),
+    ("strict", BOOL),
+];
+
 /// The fields of a kind beyond the envelope; `None` for a kind this version does not know.
 pub fn fields_of(kind: &str) -> Option<&'static [(&'static str, Types)]> {
     match kind {
         "probe" => Some(PROBE),
+        "check" => Some(CHECK),
         _ => None,
     }
 }
@@ -75,7 +89,7 @@ pub fn type_of(value: &[u8]) -> Types {
 mod tests {
     #[test]
     fn field_lists_are_sorted_for_binary_search() {
-        for list in [super::ENVELOPE, super::PROBE] {
+        for list in [super::ENVELOPE, super::PROBE, super::CHECK] {
             assert!(list.windows(2).all(|w| w[0].0 < w[1].0), "{list:?}");
         }
     }

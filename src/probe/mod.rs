@@ -3,7 +3,7 @@
 //! inconclusive. Never guesses other message formats: silence is recorded and the probe stops.
 
 mod call;
-mod handshake;
+pub(crate) mod handshake;
 pub mod outcome;
 pub mod record;
 mod tools;

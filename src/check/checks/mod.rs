@@ -1,0 +1,436 @@
+//! Every check, in the order they run: read-only checks first, robustness next, hygiene last
+//! (it grades what the others left behind). Adding a check is adding one item to `ALL`.
+
+mod hygiene;
+mod pagination;
+mod protocol;
+mod robustness;
+mod schema;
+
+use super::model::{CheckResult, Severity, Status};
+use super::session::Ctx;
+use crate::redact::Redactor;
+
+/// Payloads are cut to this many characters.
+const PAYLOAD_CHARS: usize = 2000;
+
+/// One check: a stable id, what it asserts, where the spec says so, and how to fix a finding.
+pub struct Check {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub spec: &'static str,
+    pub fix: &'static str,
+    /// Needs a server session (skipped when the suite could not start one).
+    pub needs_session: bool,
+    pub run: fn(&mut Ctx<'_>) -> Outcome,
+}
+
+/// What a check found.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub status: Status,
+    pub message: String,
+    pub payload: Option<String>,
+}
+
+impl Outcome {
+    pub fn pass(message: impl Into<String>) -> Outcome {
+        Outcome {
+            status: Status::Pass,
+            message: message.into(),
+            payload: None,
+        }
+    }
+    pub fn warn(message: impl Into<String>) -> Outcome {
+        Outcome {
+            status: Status::Warn,
+            message: message.into(),
+            payload: None,
+        }
+    }
+    pub fn fail(message: impl Into<String>) -> Outcome {
+        Outcome {
+            status: Status::Fail,
+            message: message.into(),
+            payload: None,
+        }
+    }
+    pub fn skip(message: impl Into<String>) -> Outcome {
+        Outcome {
+            status: Status::Skip,
+            message: message.into(),
+            payload: None,
+        }
+    }
+    /// Attaches the offending payload.
+    pub fn with(mut self, payload: impl Into<String>) -> Outcome {
+        self.payload = Some(payload.into());
+        self
+    }
+}
+
+impl Check {
+    pub(crate) fn result(&self, o: Outcome, redactor: &Redactor) -> CheckResult {
+        let severity = match o.status {
+            Status::Fail => Severity::Error,
+            Status::Warn => Severity::Warning,
+            _ => Severity::Info,
+        };
+        CheckResult {
+            id: self.id,
+            title: self.title,
+            status: o.status,
+            severity,
+            message: redactor.text(&crate::probe::handshake::truncate(&o.message, PAYLOAD_CHARS)),
+            fix: self.fix,
+            spec: self.spec,
+            payload: o
+                .payload
+                .map(|p| redactor.text(&crate::probe::handshake::truncate(&p, PAYLOAD_CHARS))),
+        }
+    }
+}
+
+const fn check(
+    id: &'static str,
+    title: &'static str,
+    spec: &'static str,
+    fix: &'static str,
+    run: fn(&mut Ctx<'_>) -> Outcome,
+) -> Check {
+    Check {
+        id,
+        title,
+        spec,
+        fix,
+        needs_session: true,
+        run,
+    }
+}
+
+const fn about_handshake(c: Check) -> Check {
+    Check {
+        needs_session: false,
+        ..c
+    }
+}
+
+pub(crate) const SPEC_LIFECYCLE: &str =
+    "https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle";
+pub(crate) const SPEC_BASE: &str = "https://modelcontextprotocol.io/specification/2025-11-25/basic";
+pub(crate) const SPEC_PING: &str =
+    "https://modelcontextprotocol.io/specification/2025-11-25/basic/utilities/ping";
+pub(crate) const SPEC_TOOLS: &str = "https://modelcontextprotocol.io/specification/2025-11-25/server/tools";
+pub(crate) const SPEC_PAGINATION: &str =
+    "https://modelcontextprotocol.io/specification/2025-11-25/server/utilities/pagination";
+pub(crate) const SPEC_TRANSPORTS: &str =
+    "https://modelcontextprotocol.io/specification/2025-11-25/basic/transports";
+pub(crate) const SPEC_DISCOVER: &str =
+    "https://modelcontextprotocol.io/specification/2026-07-28/server/discover";
+pub(crate) const SPEC_VERSIONING: &str =
+    "https://modelcontextprotocol.io/specification/2026-07-28/basic/versioning";
+
+/// All checks, in run order.
+pub const ALL: &[Check] = &[
+    about_handshake(check(
+        "protocol.handshake.version",
+        "the handshake names a protocol version this tool knows",
+        SPEC_LIFECYCLE,
+        "Answer initialize with `protocolVersion`: the client's version when you support it, else your latest supported one.",
+        protocol::handshake_version,
+    )),
+    about_handshake(check(
+        "protocol.handshake.serverinfo",
+        "the server names itself (serverInfo.name, serverInfo.version)",
+        SPEC_LIFECYCLE,
+        "Return `serverInfo: {name, version}` with your application's own name and version (not your SDK's).",
+        protocol::handshake_serverinfo,
+    )),
+    check(
+        "protocol.capabilities.tools",
+        "declared tools capability answers tools/list with a tools array",
+        SPEC_TOOLS,
+        "Declare `tools` only if tools/list works, and return `{tools: [...]}` from it.",
+        protocol::capability_tools,
+    ),
+    check(
+        "protocol.capabilities.resources",
+        "declared resources capability answers resources/list with a resources array",
+        "https://modelcontextprotocol.io/specification/2025-11-25/server/resources",
+        "Declare `resources` only if resources/list works (clients tear the session down otherwise), and return `{resources: [...]}`.",
+        protocol::capability_resources,
+    ),
+    check(
+        "protocol.capabilities.prompts",
+        "declared prompts capability answers prompts/list with a prompts array",
+        "https://modelcontextprotocol.io/specification/2025-11-25/server/prompts",
+        "Declare `prompts` only if prompts/list works, and return `{prompts: [...]}`.",
+        protocol::capability_prompts,
+    ),
+    check(
+        "protocol.unknown_method",
+        "an unknown method gets error -32601",
+        SPEC_BASE,
+        "Answer methods you do not implement with JSON-RPC error -32601 (Method not found), not a result.",
+        protocol::unknown_method,
+    ),
+    check(
+        "protocol.parse_error",
+        "a line that is not JSON gets error -32700",
+        SPEC_BASE,
+        "Reply to unparseable input with error -32700 (Parse error) and id null, and keep reading.",
+        protocol::parse_error,
+    ),
+    check(
+        "protocol.invalid_request",
+        "a request with a non-string method gets error -32600",
+        SPEC_BASE,
+        "Validate the request envelope: a wrong-typed `method` is -32600 (Invalid Request).",
+        protocol::invalid_request,
+    ),
+    check(
+        "protocol.ping",
+        "ping answers an empty result",
+        SPEC_PING,
+        "Implement `ping`: reply `{}` promptly; clients use it as a liveness check.",
+        protocol::ping,
+    ),
+    check(
+        "protocol.version_negotiation.unknown",
+        "an unknown protocol version is not echoed back",
+        SPEC_LIFECYCLE,
+        "When the client asks for a version you do not support, answer with one you do (your latest); never echo it.",
+        protocol::version_unknown,
+    ),
+    check(
+        "protocol.version_negotiation.older",
+        "an older known protocol version does not take the server down",
+        SPEC_LIFECYCLE,
+        "Accept an older version you support (answer with it) or answer with your own; never crash on it.",
+        protocol::version_older,
+    ),
+    check(
+        "protocol.modern.discover",
+        "server/discover returns supportedVersions, capabilities and serverInfo",
+        SPEC_DISCOVER,
+        "Return `{resultType: \"complete\", supportedVersions, capabilities, _meta: {\"io.modelcontextprotocol/serverInfo\": …}}`.",
+        protocol::modern_discover,
+    ),
+    check(
+        "protocol.modern.bad_version",
+        "an unsupported version gets -32022 with data.supported",
+        SPEC_VERSIONING,
+        "Reject an unsupported protocolVersion with error -32022 and `data: {supported: [...], requested}`.",
+        protocol::modern_bad_version,
+    ),
+    check(
+        "protocol.modern.missing_meta",
+        "a request without _meta is rejected with -32602",
+        SPEC_VERSIONING,
+        "Requests must carry `_meta` with protocolVersion and clientCapabilities; reject one without with -32602.",
+        protocol::modern_missing_meta,
+    ),
+    check(
+        "pagination.tools",
+        "tools/list pages end, never repeat a cursor or a name",
+        SPEC_PAGINATION,
+        "Return a fresh opaque nextCursor per page and none on the last; never repeat a tool across pages.",
+        pagination::tools,
+    ),
+    check(
+        "pagination.resources",
+        "resources/list pages end, never repeat a cursor or a URI",
+        SPEC_PAGINATION,
+        "Return a fresh opaque nextCursor per page and none on the last; never repeat a resource across pages.",
+        pagination::resources,
+    ),
+    check(
+        "pagination.prompts",
+        "prompts/list pages end, never repeat a cursor or a name",
+        SPEC_PAGINATION,
+        "Return a fresh opaque nextCursor per page and none on the last; never repeat a prompt across pages.",
+        pagination::prompts,
+    ),
+    check(
+        "schema.tool_name.missing",
+        "every tool has a string name",
+        SPEC_TOOLS,
+        "Give every tool a string `name`: clients cannot call or show a tool without one.",
+        schema::name_missing,
+    ),
+    check(
+        "schema.tool_name.format",
+        "tool names are 1-128 characters of A-Z a-z 0-9 _ . -",
+        SPEC_TOOLS,
+        "Rename tools to 1-128 characters from A-Za-z0-9_.- (no spaces or punctuation).",
+        schema::name_format,
+    ),
+    check(
+        "schema.tool_name.duplicate",
+        "tool names are unique",
+        SPEC_TOOLS,
+        "Give each tool its own name: a client keeps only one of two tools with the same name.",
+        schema::name_duplicate,
+    ),
+    check(
+        "schema.tool_name.host_compat",
+        "tool names fit the strictest hosts (^[a-zA-Z0-9_-]{1,64}$, Claude Desktop)",
+        SPEC_TOOLS,
+        "Prefer names of at most 64 characters of A-Za-z0-9_-: some hosts reject dots and longer names.",
+        schema::name_host_compat,
+    ),
+    check(
+        "schema.tool_description.missing",
+        "every tool has a description",
+        SPEC_TOOLS,
+        "Describe every tool: the model chooses tools by their descriptions.",
+        schema::description_missing,
+    ),
+    check(
+        "schema.tool_description.placeholder",
+        "no description is a placeholder (TODO, TBD, test, …)",
+        SPEC_TOOLS,
+        "Replace placeholder descriptions with what the tool does, when to use it and what it returns.",
+        schema::description_placeholder,
+    ),
+    check(
+        "schema.tool_description.short",
+        "descriptions are at least 20 characters",
+        SPEC_TOOLS,
+        "Write a sentence a model can act on: what the tool does and when to use it.",
+        schema::description_short,
+    ),
+    check(
+        "schema.input_schema.malformed",
+        "every inputSchema is a JSON Schema object",
+        SPEC_TOOLS,
+        "Give every tool an `inputSchema` object (for no arguments: {\"type\":\"object\",\"additionalProperties\":false}).",
+        schema::input_malformed,
+    ),
+    check(
+        "schema.input_schema.root_type",
+        "every inputSchema has root type object",
+        SPEC_TOOLS,
+        "Set `\"type\": \"object\"` at the root of inputSchema: tool arguments are always an object.",
+        schema::input_root_type,
+    ),
+    check(
+        "schema.input_schema.orphan_required",
+        "required names only existing properties",
+        SPEC_TOOLS,
+        "List in `required` only names defined in `properties`; a client cannot fill in an undefined argument.",
+        schema::input_orphan_required,
+    ),
+    check(
+        "schema.input_schema.undescribed_params",
+        "every parameter is described",
+        SPEC_TOOLS,
+        "Add a `description` to every property so the model knows what to pass.",
+        schema::input_undescribed,
+    ),
+    check(
+        "schema.output_schema",
+        "outputSchema, when given, is an object schema",
+        SPEC_TOOLS,
+        "Make `outputSchema` a JSON Schema with root type object (clients validate structuredContent against it).",
+        schema::output_schema,
+    ),
+    check(
+        "schema.annotations",
+        "annotation hints are booleans",
+        SPEC_TOOLS,
+        "Use true/false for readOnlyHint, destructiveHint, idempotentHint and openWorldHint.",
+        schema::annotations,
+    ),
+    check(
+        "schema.context_weight",
+        "the tool list is not too heavy for a model's context (warn 4,000 tokens, fail 10,000)",
+        SPEC_TOOLS,
+        "Shorten the heaviest descriptions and schemas, or split the server: every token of the list is sent with each request.",
+        schema::context_weight,
+    ),
+    check(
+        "schema.tool_count",
+        "at most 128 tools (VS Code and Copilot refuse more)",
+        SPEC_TOOLS,
+        "Expose at most 128 tools, or group them: some hosts refuse requests with more.",
+        schema::tool_count,
+    ),
+    check(
+        "robustness.unknown_tool",
+        "calling an unknown tool is rejected",
+        SPEC_TOOLS,
+        "Reject tools/call of a name you do not have with error -32602 (or an isError result).",
+        robustness::unknown_tool,
+    ),
+    check(
+        "robustness.missing_required",
+        "a call without required arguments is rejected",
+        SPEC_TOOLS,
+        "Validate arguments against inputSchema before acting; reject missing required ones (isError result).",
+        robustness::missing_required,
+    ),
+    check(
+        "robustness.wrong_types",
+        "wrong-typed arguments are not accepted silently",
+        SPEC_TOOLS,
+        "Validate argument types against inputSchema and report a mismatch as an isError result.",
+        robustness::wrong_types,
+    ),
+    check(
+        "robustness.result_shape",
+        "tool results have a content array and a boolean isError (opt-in calls)",
+        SPEC_TOOLS,
+        "Return `{content: [...], isError?: boolean}`; with an outputSchema also structuredContent that matches it.",
+        robustness::result_shape,
+    ),
+    check(
+        "robustness.result_size",
+        "tool results are not too large (warn 8,000 tokens, fail 25,000; opt-in calls)",
+        SPEC_TOOLS,
+        "Page or summarize large results: a huge result crowds out the model's context.",
+        robustness::result_size,
+    ),
+    check(
+        "robustness.malformed_input",
+        "malformed lines on stdin do not kill or wedge the server",
+        SPEC_TRANSPORTS,
+        "Treat each bad line as an error reply and keep reading; never exit or stop answering on bad input.",
+        robustness::malformed_input,
+    ),
+    check(
+        "hygiene.stdout_purity",
+        "stdout carries only JSON-RPC messages",
+        SPEC_TRANSPORTS,
+        "Send logs and banners to stderr: clients fail on any stdout line that is not a JSON-RPC message.",
+        hygiene::stdout_purity,
+    ),
+    check(
+        "hygiene.framing",
+        "lines end in \\n alone, without BOM, valid UTF-8, no Content-Length headers, not too long",
+        SPEC_TRANSPORTS,
+        "Write one UTF-8 JSON object per line ending in \\n; no LSP headers; keep lines under 64 KiB for Go clients.",
+        hygiene::framing,
+    ),
+    check(
+        "hygiene.stderr",
+        "stderr shows no unhandled exception",
+        SPEC_TRANSPORTS,
+        "Catch and report errors as JSON-RPC errors; an uncaught exception on stderr means a code path crashed.",
+        hygiene::stderr,
+    ),
+    check(
+        "hygiene.survival",
+        "the server is still running after the suite",
+        SPEC_TRANSPORTS,
+        "Survive bad input and errors: a stdio server that exits takes every tool of the session with it.",
+        hygiene::survival,
+    ),
+    check(
+        "hygiene.shutdown",
+        "the server exits on stdin EOF and leaves no process behind",
+        SPEC_LIFECYCLE,
+        "Exit when stdin closes (listen for end/close on stdin) and take child processes with you.",
+        hygiene::shutdown,
+    ),
+];

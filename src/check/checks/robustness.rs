@@ -1,0 +1,303 @@
+//! Robustness checks. Without opt-in, tools are only ever called with arguments a correct
+//! server rejects before doing anything (an unknown name, missing required arguments,
+//! wrong types); with `--call-tools` or `--safe-tool`, allowed tools are called with `{}`
+//! when they require nothing, to grade their results.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::Outcome;
+use crate::check::session::{Ctx, describe};
+use crate::probe::handshake::truncate;
+use crate::rpc::{NoReply, Reply};
+
+/// At most this many tools are called per check.
+const MAX_CALLED: usize = 12;
+
+fn gone(ctx: &mut Ctx<'_>) -> Option<Outcome> {
+    (!ctx.alive()).then(|| Outcome::skip("the server is no longer running (see hygiene.survival)"))
+}
+
+/// Rejected means a JSON-RPC error or a result with `isError: true`.
+fn rejected(reply: &Result<Reply, NoReply>) -> Option<bool> {
+    match reply {
+        Ok(Reply::Error { .. }) => Some(true),
+        Ok(Reply::Result(r)) => Some(r.get("isError") == Some(&Value::Bool(true))),
+        Ok(Reply::Malformed(_)) => Some(false),
+        Err(_) => None,
+    }
+}
+
+fn call(ctx: &mut Ctx<'_>, name: &str, arguments: Value) -> Result<Reply, NoReply> {
+    ctx.request("tools/call", Some(json!({"name": name, "arguments": arguments})))
+}
+
+pub fn unknown_tool(ctx: &mut Ctx<'_>) -> Outcome {
+    if !ctx.tools.declared {
+        return Outcome::skip("`tools` is not declared");
+    }
+    if let Some(o) = gone(ctx) {
+        return o;
+    }
+    let reply = call(ctx, "__mcp_witness_no_such_tool__", json!({}));
+    match rejected(&reply) {
+        Some(true) => Outcome::pass("rejected"),
+        Some(false) => Outcome::fail("tools/call of a tool that does not exist succeeded"),
+        None => Outcome::fail(format!("tools/call of an unknown tool {}", describe(&reply))),
+    }
+}
+
+fn schema_of(tool: &Value) -> Option<&Map<String, Value>> {
+    tool.get("inputSchema").and_then(Value::as_object)
+}
+
+fn name_of(tool: &Value) -> Option<String> {
+    tool.get("name").and_then(Value::as_str).map(str::to_string)
+}
+
+/// Calls each candidate with arguments made by `args`; grades acceptances and crashes.
+fn probe_calls(
+    ctx: &mut Ctx<'_>,
+    candidates: Vec<(String, Value)>,
+    what: &str,
+    accepted_status: fn(String) -> Outcome,
+) -> Outcome {
+    if candidates.is_empty() {
+        return Outcome::skip(format!("no tool has {what}"));
+    }
+    let mut accepted = Vec::new();
+    for (name, args) in candidates.iter().take(MAX_CALLED) {
+        let reply = call(ctx, name, args.clone());
+        match rejected(&reply) {
+            Some(true) => {}
+            Some(false) => accepted.push(format!("`{}`", truncate(name, 64))),
+            None => {
+                return Outcome::fail(format!(
+                    "calling `{}` with {what} {}",
+                    truncate(name, 64),
+                    describe(&reply)
+                ))
+                .with(args.to_string());
+            }
+        }
+    }
+    let n = candidates.len().min(MAX_CALLED);
+    if accepted.is_empty() {
+        Outcome::pass(format!("{n} tools rejected {what}"))
+    } else {
+        accepted_status(format!("accepted {what}: {}", accepted.join(", ")))
+    }
+}
+
+pub fn missing_required(ctx: &mut Ctx<'_>) -> Outcome {
+    if let Some(o) = gone(ctx) {
+        return o;
+    }
+    let candidates: Vec<(String, Value)> = ctx
+        .tool_list()
+        .iter()
+        .filter(|t| {
+            schema_of(t)
+                .and_then(|s| s.get("required"))
+                .and_then(Value::as_array)
+                .is_some_and(|r| !r.is_empty())
+        })
+        .filter_map(|t| name_of(t).map(|n| (n, json!({}))))
+        .collect();
+    probe_calls(ctx, candidates, "required arguments missing", Outcome::fail)
+}
+
+/// A value of the wrong type for a property schema, or `None` when it has no plain type.
+fn wrong_value(prop: &Value) -> Option<Value> {
+    Some(match prop.get("type")?.as_str()? {
+        "string" => json!(12345),
+        "number" | "integer" => json!("not a number"),
+        "boolean" => json!("not a boolean"),
+        "array" => json!("not an array"),
+        "object" => json!("not an object"),
+        _ => return None,
+    })
+}
+
+pub fn wrong_types(ctx: &mut Ctx<'_>) -> Outcome {
+    if let Some(o) = gone(ctx) {
+        return o;
+    }
+    let candidates: Vec<(String, Value)> = ctx
+        .tool_list()
+        .iter()
+        .filter_map(|t| {
+            let props = schema_of(t)?.get("properties")?.as_object()?;
+            let args: Map<String, Value> = props
+                .iter()
+                .filter_map(|(k, p)| wrong_value(p).map(|v| (k.clone(), v)))
+                .collect();
+            if args.is_empty() {
+                None
+            } else {
+                Some((name_of(t)?, Value::Object(args)))
+            }
+        })
+        .collect();
+    probe_calls(ctx, candidates, "wrong-typed arguments", Outcome::warn)
+}
+
+/// The opt-in calls, made once for both result checks: tools the user allowed that require
+/// no arguments, called with `{}`.
+fn opt_in_calls(ctx: &mut Ctx<'_>) -> Result<Vec<(String, Result<Reply, NoReply>)>, Outcome> {
+    if let Some(done) = &ctx.opt_in {
+        return Ok(done.clone());
+    }
+    if !ctx.opts.call_tools && ctx.opts.safe_tools.is_empty() {
+        return Err(Outcome::skip(
+            "no tool may be called: opt in with --call-tools or --safe-tool NAME",
+        ));
+    }
+    if let Some(o) = gone(ctx) {
+        return Err(o);
+    }
+    let names: Vec<String> = ctx
+        .tool_list()
+        .iter()
+        .filter(|t| {
+            schema_of(t)
+                .and_then(|s| s.get("required"))
+                .and_then(Value::as_array)
+                .is_none_or(|r| r.is_empty())
+        })
+        .filter_map(name_of)
+        .filter(|n| ctx.opts.may_call(n))
+        .take(MAX_CALLED)
+        .collect();
+    let mut done = Vec::new();
+    for n in names {
+        let reply = call(ctx, &n, json!({}));
+        done.push((n, reply));
+    }
+    ctx.opt_in = Some(done.clone());
+    Ok(done)
+}
+
+pub fn result_shape(ctx: &mut Ctx<'_>) -> Outcome {
+    let calls = match opt_in_calls(ctx) {
+        Ok(c) => c,
+        Err(o) => return o,
+    };
+    if calls.is_empty() {
+        return Outcome::skip("no allowed tool can be called without arguments");
+    }
+    let mut problems = Vec::new();
+    for (name, reply) in &calls {
+        let output_schema = ctx
+            .tool_list()
+            .iter()
+            .find(|t| t.get("name").and_then(Value::as_str) == Some(name))
+            .and_then(|t| t.get("outputSchema"))
+            .cloned();
+        match reply {
+            Ok(Reply::Result(r)) => {
+                if !r.get("content").is_some_and(Value::is_array) {
+                    problems.push(format!("`{name}`: no content array"));
+                }
+                if r.get("isError").is_some_and(|v| !v.is_boolean()) {
+                    problems.push(format!("`{name}`: isError is not a boolean"));
+                }
+                if let Some(schema) = output_schema.as_ref().and_then(Value::as_object) {
+                    match r.get("structuredContent") {
+                        None if r.get("isError") != Some(&Value::Bool(true)) => problems.push(format!(
+                            "`{name}`: has an outputSchema but returned no structuredContent"
+                        )),
+                        Some(sc) => {
+                            let missing: Vec<&str> = schema
+                                .get("required")
+                                .and_then(Value::as_array)
+                                .map(|r| {
+                                    r.iter()
+                                        .filter_map(Value::as_str)
+                                        .filter(|k| sc.get(*k).is_none())
+                                        .collect()
+                                })
+                                .unwrap_or_default();
+                            if !sc.is_object() || !missing.is_empty() {
+                                problems.push(format!("`{name}`: structuredContent does not match outputSchema (missing {missing:?})"));
+                            }
+                        }
+                        None => {}
+                    }
+                }
+            }
+            Ok(Reply::Error { .. }) => {}
+            other => problems.push(format!("`{name}`: {}", describe(other))),
+        }
+    }
+    if problems.is_empty() {
+        Outcome::pass(format!("{} results well-formed", calls.len()))
+    } else {
+        Outcome::fail(problems.join("; "))
+    }
+}
+
+pub fn result_size(ctx: &mut Ctx<'_>) -> Outcome {
+    let calls = match opt_in_calls(ctx) {
+        Ok(c) => c,
+        Err(o) => return o,
+    };
+    let sizes: Vec<(usize, &String)> = calls
+        .iter()
+        .filter_map(|(n, r)| match r {
+            Ok(Reply::Result(v)) => Some((v.to_string().len().div_ceil(4), n)),
+            _ => None,
+        })
+        .collect();
+    let Some((max, name)) = sizes.iter().max_by_key(|(s, _)| *s) else {
+        return Outcome::skip("no allowed tool returned a result");
+    };
+    let msg = format!("largest result: `{name}`, about {max} tokens");
+    match max {
+        m if *m > 25_000 => Outcome::fail(msg),
+        m if *m > 8_000 => Outcome::warn(msg),
+        _ => Outcome::pass(msg),
+    }
+}
+
+pub fn malformed_input(ctx: &mut Ctx<'_>) -> Outcome {
+    if let Some(o) = gone(ctx) {
+        return o;
+    }
+    let lines: [&[u8]; 3] = [
+        b"this is not json at all",
+        br#"{"jsonrpc":"2.0","id":"#,
+        br#"{"jsonrpc":"2.0","id":"mcpw-malformed-1","method":"tools/list","params":[1,2]}"#,
+    ];
+    if let Some(rpc) = ctx.rpc.as_mut() {
+        for line in lines {
+            rpc.send_raw(line);
+        }
+        // Replies to these are allowed and ignored; a short wait lets a crash show.
+        let _ = rpc.wait_reply(&|_| false, Duration::from_millis(300));
+    }
+    if !ctx.alive() {
+        let payload = lines
+            .iter()
+            .map(|l| String::from_utf8_lossy(l))
+            .collect::<Vec<_>>()
+            .join("\n");
+        return Outcome::fail("the server exited after malformed input").with(payload);
+    }
+    let reply = if ctx.tools.declared {
+        ctx.request("tools/list", None)
+    } else {
+        ctx.request("ping", None)
+    };
+    match reply {
+        Ok(Reply::Result(_)) => Outcome::pass("still answering after three malformed lines"),
+        Ok(Reply::Error { code, .. }) => Outcome::warn(format!(
+            "after malformed input, the next request got error {code}"
+        )),
+        other => Outcome::fail(format!(
+            "after malformed input, the next request {}",
+            describe(&other)
+        )),
+    }
+}

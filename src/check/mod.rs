@@ -1,0 +1,94 @@
+//! `check`: a conformance and robustness suite for stdio servers. One server process runs the
+//! read-only checks, then robustness, then hygiene (which grades what the others left behind);
+//! the version-negotiation checks need fresh processes, which start in parallel with it.
+
+pub mod checks;
+pub mod model;
+pub mod record;
+pub mod report;
+mod session;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub use model::{CheckReport, CheckResult, Counts, Severity, Status};
+pub use session::{Ctx, Listing, SideRun};
+
+use crate::framing::DEFAULT_MAX_LINE;
+use crate::probe::EraChoice;
+use crate::transport::Grace;
+
+/// What `check` is asked to do.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    pub command: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+    pub era: EraChoice,
+    pub protocol_version: Option<String>,
+    /// Bound on each request's wait.
+    pub timeout: Duration,
+    pub max_line: usize,
+    /// `--only`: ids (and everything below them) to run; empty means all.
+    pub only: Vec<String>,
+    /// `--skip`: ids (and everything below them) not to run.
+    pub skip: Vec<String>,
+    /// Warnings count as failures.
+    pub strict: bool,
+    /// `--call-tools`: every tool may be called with valid arguments.
+    pub call_tools: bool,
+    /// `--safe-tool`: these tools may be called with valid arguments.
+    pub safe_tools: Vec<String>,
+    pub grace: Grace,
+}
+
+impl CheckOptions {
+    pub fn new(command: Vec<String>) -> Self {
+        CheckOptions {
+            command,
+            env: Vec::new(),
+            cwd: None,
+            era: EraChoice::Legacy,
+            protocol_version: None,
+            timeout: Duration::from_secs(10),
+            max_line: DEFAULT_MAX_LINE,
+            only: Vec::new(),
+            skip: Vec::new(),
+            strict: false,
+            call_tools: false,
+            safe_tools: Vec::new(),
+            grace: Grace::default(),
+        }
+    }
+
+    /// Whether a check id is selected: `--only` and `--skip` match an id and every id below it.
+    pub fn selected(&self, id: &str) -> bool {
+        let under = |pat: &String| id == pat || id.starts_with(&format!("{pat}."));
+        (self.only.is_empty() || self.only.iter().any(under)) && !self.skip.iter().any(under)
+    }
+
+    /// Whether calling `tool` with valid arguments was allowed.
+    pub fn may_call(&self, tool: &str) -> bool {
+        self.call_tools || self.safe_tools.iter().any(|t| t == tool)
+    }
+}
+
+/// Runs the whole suite against a server. Never panics on what the server does: a server
+/// that will not start, handshake, or that dies mid-run is a report saying so.
+pub fn check(opts: &CheckOptions) -> CheckReport {
+    let started = Instant::now();
+    let mut ctx = Ctx::start(opts);
+    let mut results = Vec::new();
+    for c in checks::ALL {
+        if !opts.selected(c.id) {
+            continue;
+        }
+        let outcome = if let Some(why) = ctx.could_not_run.as_ref().filter(|_| c.needs_session) {
+            checks::Outcome::skip(format!("not run: {why}"))
+        } else {
+            (c.run)(&mut ctx)
+        };
+        results.push(c.result(outcome, &ctx.redactor));
+    }
+    ctx.finish(results, started.elapsed().as_millis() as u64)
+}

@@ -1,0 +1,168 @@
+//! The checker's vocabulary: a check's status and severity, its result, and the report.
+
+use serde_json::{Value, json};
+
+use crate::clock::Stamp;
+use crate::probe::outcome::{ServerInfo, TargetSeen};
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    Pass,
+    Warn,
+    Fail,
+    /// Not applicable or not run (the reason says which).
+    Skip,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Warn => "warn",
+            Status::Fail => "fail",
+            Status::Skip => "skip",
+        }
+    }
+}
+
+/// How much a finding matters when it is not a pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    Error,
+    Warning,
+    Info,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+/// One check's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckResult {
+    /// Stable dotted id, e.g. `protocol.unknown_method`.
+    pub id: &'static str,
+    pub title: &'static str,
+    pub status: Status,
+    pub severity: Severity,
+    /// What was seen.
+    pub message: String,
+    /// What breaks and how to fix it.
+    pub fix: &'static str,
+    /// The spec section this check rests on.
+    pub spec: &'static str,
+    /// The offending payload, when there is one (bounded, redacted).
+    pub payload: Option<String>,
+}
+
+impl CheckResult {
+    /// The id's first component: protocol, pagination, schema, robustness, hygiene.
+    pub fn group(&self) -> &'static str {
+        self.id.split('.').next().unwrap_or(self.id)
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "group": self.group(),
+            "title": self.title,
+            "status": self.status.as_str(),
+            "severity": self.severity.as_str(),
+            "message": self.message,
+            "fix": self.fix,
+            "spec": self.spec,
+            "payload": self.payload,
+        })
+    }
+}
+
+/// Counts of each status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub pass: u64,
+    pub warn: u64,
+    pub fail: u64,
+    pub skip: u64,
+}
+
+impl Counts {
+    pub fn of(results: &[CheckResult]) -> Counts {
+        let mut c = Counts::default();
+        for r in results {
+            match r.status {
+                Status::Pass => c.pass += 1,
+                Status::Warn => c.warn += 1,
+                Status::Fail => c.fail += 1,
+                Status::Skip => c.skip += 1,
+            }
+        }
+        c
+    }
+}
+
+/// Everything one `check` run found.
+#[derive(Debug, Clone)]
+pub struct CheckReport {
+    pub stamp: Stamp,
+    pub host: String,
+    pub target: TargetSeen,
+    pub era: &'static str,
+    pub protocol_version: Option<String>,
+    pub server: Option<ServerInfo>,
+    pub results: Vec<CheckResult>,
+    /// Why the suite could not run (the server would not start or handshake), if so.
+    pub could_not_run: Option<String>,
+    pub duration_ms: u64,
+    pub strict: bool,
+}
+
+impl CheckReport {
+    pub fn counts(&self) -> Counts {
+        Counts::of(&self.results)
+    }
+
+    /// 0 no failures (and no warnings under --strict), 1 findings, 2 could not run.
+    pub fn exit_code(&self) -> u8 {
+        let c = self.counts();
+        if self.could_not_run.is_some() {
+            2
+        } else if c.fail > 0 || (self.strict && c.warn > 0) {
+            1
+        } else {
+            0
+        }
+    }
+
+    /// The stable JSON report (`check --json`, schemas/check-report.schema.json).
+    pub fn to_json(&self) -> Value {
+        let c = self.counts();
+        json!({
+            "format": "mcp-witness/check-report/v1",
+            "tool": {"name": "mcp-witness", "version": env!("CARGO_PKG_VERSION")},
+            "observed_at": self.stamp.rfc3339,
+            "target": {
+                "command": self.target.command,
+                "program": self.target.program,
+                "program_sha256": self.target.program_sha256,
+                "cwd": self.target.cwd,
+                "env": self.target.env_names,
+            },
+            "era": self.era,
+            "protocol_version": self.protocol_version,
+            "server": self.server.as_ref().map(|s| json!({"name": s.name, "version": s.version})),
+            "could_not_run": self.could_not_run,
+            "strict": self.strict,
+            "counts": {"pass": c.pass, "warn": c.warn, "fail": c.fail, "skip": c.skip},
+            "duration_ms": self.duration_ms,
+            "exit_code": self.exit_code(),
+            "results": self.results.iter().map(CheckResult::to_json).collect::<Vec<_>>(),
+        })
+    }
+}

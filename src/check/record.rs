@@ -1,0 +1,62 @@
+//! Turning a check report into the body of a `check` evidence block.
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::model::CheckReport;
+use crate::evidence::canonical;
+use crate::hex;
+use crate::probe::record::target_id;
+
+/// The block body of a check run.
+pub fn block_body(r: &CheckReport) -> Map<String, Value> {
+    let t = &r.target;
+    let c = r.counts();
+    let server = r
+        .server
+        .as_ref()
+        .map(|s| json!({"name": s.name, "version": s.version}));
+    let results: Vec<Value> = r
+        .results
+        .iter()
+        .map(|x| json!({"id": x.id, "status": x.status.as_str(), "message": x.message}))
+        .collect();
+    let observation = json!({
+        "program_sha256": t.program_sha256,
+        "era": r.era,
+        "protocol_version": r.protocol_version,
+        "server": server,
+        "results": r.results.iter().map(|x| json!([x.id, x.status.as_str()])).collect::<Vec<_>>(),
+        "could_not_run": r.could_not_run.is_some(),
+    });
+    let body = json!({
+        "kind": "check",
+        "observed_at": r.stamp.rfc3339,
+        "tz": r.stamp.tz,
+        "host": r.host,
+        "tool": {"name": "mcp-witness", "version": env!("CARGO_PKG_VERSION")},
+        "target": {
+            "id": target_id(t),
+            "command": t.command,
+            "program": t.program,
+            "program_sha256": t.program_sha256,
+            "cwd": t.cwd,
+            "env": t.env_names,
+            "era": t.era,
+            "protocol_version": t.protocol_version,
+        },
+        "era": r.era,
+        "protocol_version": r.protocol_version,
+        "server": server,
+        "results": results,
+        "counts": {"pass": c.pass, "warn": c.warn, "fail": c.fail, "skip": c.skip},
+        "could_not_run": r.could_not_run,
+        "strict": r.strict,
+        "duration_ms": r.duration_ms,
+        "observation_sha256": hex::encode(&Sha256::digest(canonical::to_bytes(&observation))),
+    });
+    match body {
+        Value::Object(m) => m,
+        _ => unreachable!("built as an object"),
+    }
+}

@@ -1,0 +1,70 @@
+//! The human report: grouped, one line a check, a summary line with counts and time.
+
+use super::{GROUPS, who};
+use crate::check::model::{CheckReport, Status};
+
+/// Renders the report; `colour` adds ANSI colours, `verbose` explains warnings and passes too.
+pub fn human(r: &CheckReport, colour: bool, verbose: bool) -> String {
+    let paint = |code: &str, text: &str| {
+        if colour {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    };
+    let mut out = String::new();
+    let proto = r.protocol_version.as_deref().unwrap_or("(none)");
+    out.push_str(&format!(
+        "mcp-witness check: {}, protocol {proto} ({})\n",
+        who(r),
+        r.era
+    ));
+    if let Some(why) = &r.could_not_run {
+        out.push_str(&format!(
+            "{} the suite could not run: {why}\n",
+            paint("1;31", "ERROR")
+        ));
+    }
+    for group in GROUPS {
+        let items: Vec<_> = r.results.iter().filter(|x| x.group() == *group).collect();
+        if items.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("\n{}\n", paint("1", group)));
+        for x in items {
+            let tag = match x.status {
+                Status::Pass => paint("32", "PASS"),
+                Status::Warn => paint("33", "WARN"),
+                Status::Fail => paint("31", "FAIL"),
+                Status::Skip => paint("2", "SKIP"),
+            };
+            out.push_str(&format!("  {tag}  {:<38} {}\n", x.id, x.message));
+            let explain = x.status == Status::Fail
+                || (verbose && x.status == Status::Warn)
+                || (r.strict && x.status == Status::Warn);
+            if explain {
+                if let Some(p) = &x.payload {
+                    for line in p.lines().take(12) {
+                        out.push_str(&format!("        | {line}\n"));
+                    }
+                }
+                out.push_str(&format!("        fix: {}\n        spec: {}\n", x.fix, x.spec));
+            }
+        }
+    }
+    let c = r.counts();
+    out.push_str(&format!(
+        "\nsummary: {} pass, {} warn, {} fail, {} skip in {} ms{}\n",
+        c.pass,
+        c.warn,
+        c.fail,
+        c.skip,
+        r.duration_ms,
+        if r.strict {
+            " (strict: warnings count as failures)"
+        } else {
+            ""
+        }
+    ));
+    out
+}

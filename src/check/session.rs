@@ -1,0 +1,576 @@
+//! The state the checks share: the server session, the handshake's result, the lists walked
+//! once up front, and the fresh-process version-negotiation runs.
+
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use super::CheckOptions;
+use super::model::{CheckReport, CheckResult};
+use crate::clock;
+use crate::probe::handshake::{CLIENT_NAME, CLIENT_VERSION, modern_meta, truncate};
+use crate::probe::outcome::{ServerInfo, TargetSeen};
+use crate::probe::{DEFAULT_LEGACY, DEFAULT_MODERN, EraChoice, MAX_PAGES, MODERN_VERSIONS};
+use crate::program;
+use crate::redact::Redactor;
+use crate::rpc::{NoReply, Reply, Rpc};
+use crate::transport::{Server, SpawnSpec, StderrLog, Teardown};
+
+/// A list method walked across its pages.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    /// The capability was declared.
+    pub declared: bool,
+    /// The list was requested.
+    pub fetched: bool,
+    pub items: Vec<Value>,
+    pub pages: u64,
+    /// Names (or URIs) per page, in order.
+    pub page_names: Vec<Vec<String>>,
+    pub repeated_cursor: Option<String>,
+    pub empty_cursor: bool,
+    /// An error reply, a wrong shape, or no reply: what stopped the walk.
+    pub problem: Option<String>,
+}
+
+/// A fresh process that was sent one `initialize`.
+#[derive(Debug, Clone)]
+pub struct SideRun {
+    pub requested: String,
+    /// The reply's protocolVersion, when it replied with a result.
+    pub answered: Option<String>,
+    /// The error reply, when it replied with one.
+    pub error: Option<(i64, String)>,
+    /// No reply within the timeout while alive.
+    pub silent: bool,
+    /// The process exited before or right after replying.
+    pub exited: Option<String>,
+}
+
+/// Shared state for the checks.
+pub struct Ctx<'o> {
+    pub opts: &'o CheckOptions,
+    pub rpc: Option<Rpc>,
+    pub era: &'static str,
+    pub protocol_version: Option<String>,
+    /// The initialize (legacy) or server/discover (modern) result.
+    pub init: Option<Map<String, Value>>,
+    pub server: Option<ServerInfo>,
+    pub tools: Listing,
+    pub resources: Listing,
+    pub prompts: Listing,
+    pub could_not_run: Option<String>,
+    pub redactor: Redactor,
+    pub teardown: Option<Teardown>,
+    pub stderr: Option<Arc<Mutex<StderrLog>>>,
+    /// The opt-in tool calls, made once for the result checks.
+    pub opt_in: Option<Vec<(String, Result<Reply, NoReply>)>>,
+    side: Vec<(String, JoinHandle<SideRun>)>,
+    side_done: Vec<SideRun>,
+    spec: Option<SpawnSpec>,
+    target: TargetSeen,
+    stamp: clock::Stamp,
+    host: String,
+    digest: Option<JoinHandle<std::io::Result<String>>>,
+}
+
+impl<'o> Ctx<'o> {
+    /// Resolves the program, starts the version-negotiation side runs (legacy) and the main
+    /// session, runs the handshake and walks the declared lists.
+    pub fn start(opts: &'o CheckOptions) -> Ctx<'o> {
+        let stamp = clock::now();
+        let host = hostname::get()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let cwd = match &opts.cwd {
+            Some(c) => std::path::absolute(c).unwrap_or_else(|_| c.clone()),
+            None => std::env::current_dir().unwrap_or_else(|_| "/".into()),
+        };
+        let redactor = Redactor::for_run(&opts.command, &opts.env);
+        let mut env_names: Vec<String> = opts.env.iter().map(|(k, _)| k.clone()).collect();
+        env_names.sort();
+        env_names.dedup();
+        let target = TargetSeen {
+            command: redactor.argv(&opts.command),
+            program: None,
+            program_sha256: None,
+            cwd: cwd.display().to_string(),
+            env_names,
+            era: match opts.era {
+                EraChoice::Legacy => "legacy",
+                EraChoice::Modern => "modern",
+                EraChoice::Auto => "auto",
+            },
+            protocol_version: opts.protocol_version.clone(),
+        };
+        let mut ctx = Ctx {
+            opts,
+            rpc: None,
+            era: "legacy",
+            protocol_version: None,
+            init: None,
+            server: None,
+            tools: Listing::default(),
+            resources: Listing::default(),
+            prompts: Listing::default(),
+            could_not_run: None,
+            redactor,
+            teardown: None,
+            stderr: None,
+            opt_in: None,
+            side: Vec::new(),
+            side_done: Vec::new(),
+            spec: None,
+            target,
+            stamp,
+            host,
+            digest: None,
+        };
+        let Some(name) = opts.command.first() else {
+            ctx.could_not_run = Some("no server command was given".into());
+            return ctx;
+        };
+        let path_var = opts
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| std::ffi::OsString::from(v))
+            .or_else(|| std::env::var_os("PATH"));
+        match program::resolve(name, &cwd, path_var.as_deref()) {
+            Ok(path) => {
+                ctx.target.program = Some(path.display().to_string());
+                let hashed = path.clone();
+                ctx.digest = Some(std::thread::spawn(move || program::sha256_file(&hashed)));
+                ctx.spec = Some(SpawnSpec {
+                    program: path,
+                    argv0: name.clone(),
+                    args: opts.command[1..].to_vec(),
+                    env: opts.env.clone(),
+                    cwd: opts.cwd.as_ref().map(|_| cwd.clone()),
+                    max_line: opts.max_line,
+                });
+            }
+            Err(e) => {
+                ctx.could_not_run = Some(format!("cannot start the server: {e}"));
+                return ctx;
+            }
+        }
+        ctx.handshake();
+        if ctx.could_not_run.is_none() {
+            ctx.walk_lists();
+        }
+        ctx
+    }
+
+    fn spawn(&mut self) -> bool {
+        let spec = self.spec.as_ref().expect("resolved");
+        match Server::spawn(spec) {
+            Ok(server) => {
+                self.stderr = Some(Arc::clone(&server.stderr));
+                self.rpc = Some(Rpc::new(server));
+                true
+            }
+            Err(e) => {
+                self.could_not_run = Some(format!("cannot start {}: {e}", spec.program.display()));
+                false
+            }
+        }
+    }
+
+    fn handshake(&mut self) {
+        let modern_first = matches!(self.opts.era, EraChoice::Modern | EraChoice::Auto);
+        if !modern_first {
+            self.start_side_runs();
+        }
+        if !self.spawn() {
+            return;
+        }
+        if modern_first {
+            let version = self
+                .opts
+                .protocol_version
+                .clone()
+                .unwrap_or_else(|| DEFAULT_MODERN.into());
+            let params = json!({"_meta": modern_meta(&version)});
+            let timeout = self.opts.timeout;
+            let reply = self
+                .rpc
+                .as_mut()
+                .expect("spawned")
+                .request("server/discover", Some(params), timeout);
+            match reply {
+                Ok(Reply::Result(Value::Object(map)))
+                    if map.get("supportedVersions").is_some_and(Value::is_array) =>
+                {
+                    self.era = "modern";
+                    self.protocol_version = Some(version);
+                    self.server = server_info(
+                        map.get("_meta")
+                            .and_then(|m| m.get("io.modelcontextprotocol/serverInfo")),
+                    );
+                    self.init = Some(map);
+                    return;
+                }
+                other if self.opts.era == EraChoice::Modern => {
+                    self.could_not_run = Some(format!("server/discover {}", describe(&other)));
+                    return;
+                }
+                _ => {
+                    // auto: fall back to legacy on a fresh process.
+                    self.stop_main();
+                    self.start_side_runs();
+                    if !self.spawn() {
+                        return;
+                    }
+                }
+            }
+        }
+        let version = self
+            .opts
+            .protocol_version
+            .clone()
+            .filter(|v| !MODERN_VERSIONS.contains(&v.as_str()))
+            .unwrap_or_else(|| DEFAULT_LEGACY.into());
+        let params = json!({
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
+        });
+        let timeout = self.opts.timeout;
+        let rpc = self.rpc.as_mut().expect("spawned");
+        match rpc.request("initialize", Some(params), timeout) {
+            Ok(Reply::Result(Value::Object(map))) => {
+                self.protocol_version = map
+                    .get("protocolVersion")
+                    .and_then(Value::as_str)
+                    .map(|v| truncate(v, 64));
+                self.server = server_info(map.get("serverInfo"));
+                self.init = Some(map);
+                rpc.notify("notifications/initialized", None);
+            }
+            other => self.could_not_run = Some(format!("initialize {}", describe(&other))),
+        }
+    }
+
+    /// Starts the fresh-process initialize runs of the version-negotiation checks.
+    fn start_side_runs(&mut self) {
+        let Some(spec) = self.spec.clone() else { return };
+        for version in ["1999-01-01", "2024-11-05"] {
+            let wanted = self.opts.selected(&format!(
+                "protocol.version_negotiation.{}",
+                if version == "1999-01-01" {
+                    "unknown"
+                } else {
+                    "older"
+                }
+            ));
+            if !wanted {
+                continue;
+            }
+            let spec = spec.clone();
+            let timeout = self.opts.timeout;
+            let grace = self.opts.grace;
+            let handle = std::thread::spawn(move || side_run(&spec, version, timeout, grace));
+            self.side.push((version.to_string(), handle));
+        }
+    }
+
+    /// The side run for `version`, waiting for it if needed.
+    pub fn side_run(&mut self, version: &str) -> Option<SideRun> {
+        if let Some(i) = self.side.iter().position(|(v, _)| v == version) {
+            let (_, handle) = self.side.remove(i);
+            if let Ok(run) = handle.join() {
+                self.side_done.push(run);
+            }
+        }
+        self.side_done.iter().find(|r| r.requested == version).cloned()
+    }
+
+    /// Walks every declared list once; the checks read the results.
+    fn walk_lists(&mut self) {
+        let caps = self
+            .init
+            .as_ref()
+            .and_then(|i| i.get("capabilities"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        for (cap, method, key) in [
+            ("tools", "tools/list", "tools"),
+            ("resources", "resources/list", "resources"),
+            ("prompts", "prompts/list", "prompts"),
+        ] {
+            let declared = caps.get(cap).is_some();
+            let wanted = match cap {
+                "tools" => [
+                    "protocol.capabilities.tools",
+                    "pagination.tools",
+                    "schema",
+                    "robustness",
+                ]
+                .iter()
+                .any(|id| self.opts.selected(id)),
+                other => {
+                    self.opts.selected(&format!("protocol.capabilities.{other}"))
+                        || self.opts.selected(&format!("pagination.{other}"))
+                }
+            };
+            let mut listing = if declared && wanted {
+                self.walk(method, key)
+            } else {
+                Listing::default()
+            };
+            listing.declared = declared;
+            match cap {
+                "tools" => self.tools = listing,
+                "resources" => self.resources = listing,
+                _ => self.prompts = listing,
+            }
+        }
+    }
+
+    fn walk(&mut self, method: &str, key: &str) -> Listing {
+        let mut l = Listing {
+            fetched: true,
+            ..Default::default()
+        };
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let params = cursor.as_ref().map(|c| json!({"cursor": c}));
+            let reply = self.request(method, params);
+            let page = match reply {
+                Ok(Reply::Result(r)) => r,
+                other => {
+                    l.problem = Some(format!("{method} {}", describe(&other)));
+                    return l;
+                }
+            };
+            l.pages += 1;
+            let Some(items) = page.get(key).and_then(Value::as_array) else {
+                l.problem = Some(format!("the {method} result has no `{key}` array"));
+                return l;
+            };
+            let name_key = if key == "resources" { "uri" } else { "name" };
+            l.page_names.push(
+                items
+                    .iter()
+                    .filter_map(|t| t.get(name_key).and_then(Value::as_str))
+                    .map(|n| truncate(n, 256))
+                    .collect(),
+            );
+            l.items.extend(items.iter().take(10_000).cloned());
+            match page.get("nextCursor") {
+                None | Some(Value::Null) => return l,
+                Some(Value::String(next)) => {
+                    if next.is_empty() {
+                        l.empty_cursor = true;
+                    }
+                    if !seen.insert(next.clone()) {
+                        l.repeated_cursor = Some(truncate(next, 64));
+                        return l;
+                    }
+                    if l.pages >= MAX_PAGES {
+                        l.problem = Some(format!("{method} still had a nextCursor after {MAX_PAGES} pages"));
+                        return l;
+                    }
+                    cursor = Some(next.clone());
+                }
+                Some(_) => {
+                    l.problem = Some(format!("{method}: nextCursor is neither a string nor absent"));
+                    return l;
+                }
+            }
+        }
+    }
+
+    /// Sends a request on the main session (with `_meta` in the modern era).
+    pub fn request(&mut self, method: &str, params: Option<Value>) -> Result<Reply, NoReply> {
+        self.request_with(method, params, true)
+    }
+
+    /// Sends a request; `meta` false leaves `_meta` out even in the modern era.
+    pub fn request_with(
+        &mut self,
+        method: &str,
+        params: Option<Value>,
+        meta: bool,
+    ) -> Result<Reply, NoReply> {
+        let mut params = params;
+        if meta && self.era == "modern" {
+            let version = self.protocol_version.clone().unwrap_or_default();
+            let mut p = params.take().unwrap_or_else(|| json!({}));
+            if let Some(obj) = p.as_object_mut() {
+                obj.insert("_meta".into(), modern_meta(&version));
+            }
+            params = Some(p);
+        }
+        let timeout = self.opts.timeout;
+        match self.rpc.as_mut() {
+            Some(rpc) => rpc.request(method, params, timeout),
+            None => Err(NoReply::Exited),
+        }
+    }
+
+    /// Writes a raw line and waits for a reply `accept` takes.
+    pub fn send_raw_and_wait(
+        &mut self,
+        line: &[u8],
+        accept: &dyn Fn(Option<&Value>) -> bool,
+    ) -> Result<Reply, NoReply> {
+        let timeout = self.opts.timeout;
+        let Some(rpc) = self.rpc.as_mut() else {
+            return Err(NoReply::Exited);
+        };
+        if !rpc.send_raw(line) {
+            return Err(NoReply::StdinClosed);
+        }
+        rpc.wait_reply(accept, timeout)
+    }
+
+    /// Whether the main server process is still running.
+    pub fn alive(&mut self) -> bool {
+        let Some(rpc) = self.rpc.as_mut() else {
+            return false;
+        };
+        // Take in whatever events are already there (an exit, say) without waiting.
+        let _ = rpc.wait_reply(&|_| false, Duration::from_millis(0));
+        rpc.server.exit_status().is_none()
+    }
+
+    /// Stops the main process and keeps its teardown.
+    pub fn stop_main(&mut self) -> Option<&Teardown> {
+        let rpc = self.rpc.take()?;
+        self.teardown = Some(rpc.server.teardown(self.opts.grace));
+        self.teardown.as_ref()
+    }
+
+    pub fn stderr_text(&self) -> String {
+        self.stderr
+            .as_ref()
+            .and_then(|s| {
+                s.lock().ok().map(|l| {
+                    let mut t = String::from_utf8_lossy(&l.head).into_owned();
+                    if l.bytes as usize > l.head.len() {
+                        t.push('\n');
+                        t.push_str(&String::from_utf8_lossy(&l.tail));
+                    }
+                    t
+                })
+            })
+            .unwrap_or_default()
+    }
+
+    pub(super) fn finish(mut self, results: Vec<CheckResult>, duration_ms: u64) -> CheckReport {
+        self.stop_main();
+        for (_, h) in self.side.drain(..) {
+            let _ = h.join();
+        }
+        if let Some(h) = self.digest.take()
+            && let Ok(Ok(hex)) = h.join()
+        {
+            self.target.program_sha256 = Some(hex);
+        }
+        CheckReport {
+            stamp: self.stamp,
+            host: self.host,
+            target: self.target,
+            era: self.era,
+            protocol_version: self.protocol_version,
+            server: self.server,
+            results,
+            could_not_run: self.could_not_run,
+            duration_ms,
+            strict: self.opts.strict,
+        }
+    }
+
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The tools as listed (each a JSON object as replied).
+    pub fn tool_list(&self) -> &[Value] {
+        &self.tools.items
+    }
+
+    pub fn started(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+fn side_run(spec: &SpawnSpec, version: &str, timeout: Duration, grace: crate::transport::Grace) -> SideRun {
+    let mut run = SideRun {
+        requested: version.into(),
+        answered: None,
+        error: None,
+        silent: false,
+        exited: None,
+    };
+    let server = match Server::spawn(spec) {
+        Ok(s) => s,
+        Err(e) => {
+            run.exited = Some(format!("could not start: {e}"));
+            return run;
+        }
+    };
+    let mut rpc = Rpc::new(server);
+    let params = json!({
+        "protocolVersion": version,
+        "capabilities": {},
+        "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
+    });
+    match rpc.request("initialize", Some(params), timeout) {
+        Ok(Reply::Result(r)) => {
+            run.answered = Some(
+                r.get("protocolVersion")
+                    .and_then(Value::as_str)
+                    .map(|v| truncate(v, 64))
+                    .unwrap_or_default(),
+            )
+        }
+        Ok(Reply::Error { code, message, .. }) => run.error = Some((code, truncate(&message, 200))),
+        Ok(Reply::Malformed(_)) => run.error = Some((0, "a reply with neither result nor error".into())),
+        Err(NoReply::Timeout { .. }) => run.silent = true,
+        Err(_) => {}
+    }
+    // Did it stay up? Give an exit a moment to show.
+    let _ = rpc.wait_reply(&|_| false, Duration::from_millis(100));
+    if let Some(status) = rpc.server.exit_status() {
+        run.exited = Some(match crate::transport::ExitInfo::from(status) {
+            crate::transport::ExitInfo::Code(c) => format!("exited with code {c}"),
+            crate::transport::ExitInfo::Signal(s) => format!("was killed by signal {s}"),
+        });
+    }
+    let _ = rpc.server.teardown(grace);
+    run
+}
+
+fn server_info(value: Option<&Value>) -> Option<ServerInfo> {
+    let map = value?.as_object()?;
+    Some(ServerInfo {
+        name: truncate(map.get("name")?.as_str()?, 1024),
+        version: map
+            .get("version")
+            .and_then(Value::as_str)
+            .map(|v| truncate(v, 1024)),
+    })
+}
+
+/// A reply in words, for reasons and messages.
+pub fn describe(reply: &Result<Reply, NoReply>) -> String {
+    match reply {
+        Ok(Reply::Result(_)) => "returned a result".into(),
+        Ok(Reply::Error { code, message, .. }) => {
+            format!("returned error {code}: {}", truncate(message, 200))
+        }
+        Ok(Reply::Malformed(_)) => "returned a reply with neither result nor error".into(),
+        Err(NoReply::Timeout { waited_ms }) => format!("got no reply within {waited_ms} ms"),
+        Err(NoReply::Exited) => "got no reply: the server exited".into(),
+        Err(NoReply::StdoutClosed) => "got no reply: the server closed its stdout".into(),
+        Err(NoReply::Oversize { bytes }) => format!("got a line longer than the bound ({bytes} bytes)"),
+        Err(NoReply::StdinClosed) => "could not be sent: the server's stdin is closed".into(),
+    }
+}

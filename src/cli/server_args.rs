@@ -1,0 +1,202 @@
+//! Arguments shared by `probe` and `check`: which server, how to talk to it, and where the
+//! evidence goes; and the one place that records a block and says what happened.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use ed25519_dalek::SigningKey;
+use serde_json::{Map, Value};
+
+use crate::config;
+use crate::evidence::append::{Outcome, append};
+use crate::evidence::keys;
+use crate::framing::DEFAULT_MAX_LINE;
+use crate::probe::EraChoice;
+
+/// The server to run and how to talk to it.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Bound on each wait for a reply, in seconds (fractions allowed).
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_secs)]
+    pub timeout: Duration,
+    /// Handshake era: legacy (initialize), modern (server/discover), or auto (try modern, fall back).
+    #[arg(long, value_enum, default_value = "legacy")]
+    pub era: EraArg,
+    /// Protocol version to request [default: 2025-11-25 legacy, 2026-07-28 modern].
+    #[arg(long, value_name = "V")]
+    pub protocol_version: Option<String>,
+    /// Environment variable for the server (repeatable). Only names are recorded.
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
+    /// Working folder for the server.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Client config file (mcpServers or servers shape) to take the server from.
+    #[arg(long, value_name = "FILE", requires = "server")]
+    pub config: Option<PathBuf>,
+    /// Name of the server in --config.
+    #[arg(long, value_name = "NAME", requires = "config")]
+    pub server: Option<String>,
+    /// Bound on one stdout line, in bytes; a longer line is a fail.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_LINE)]
+    pub max_line: usize,
+    /// The server command and its arguments, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum EraArg {
+    Legacy,
+    Modern,
+    Auto,
+}
+
+impl From<EraArg> for EraChoice {
+    fn from(e: EraArg) -> Self {
+        match e {
+            EraArg::Legacy => EraChoice::Legacy,
+            EraArg::Modern => EraChoice::Modern,
+            EraArg::Auto => EraChoice::Auto,
+        }
+    }
+}
+
+/// A server as resolved from the command line or a config file.
+pub struct Resolved {
+    pub command: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+}
+
+impl ServerArgs {
+    /// The command, environment and folder, from `-- COMMAND` or `--config/--server`.
+    pub fn resolve(&self, verb: &str) -> Result<Resolved, String> {
+        let (command, mut env, mut cwd) = match (&self.config, &self.server) {
+            (Some(path), Some(name)) => {
+                if !self.command.is_empty() {
+                    return Err("give either --config/--server or a command after --, not both".into());
+                }
+                let entry = config::load(path, name).map_err(|e| e.to_string())?;
+                let mut command = vec![entry.command];
+                command.extend(entry.args);
+                (command, entry.env, entry.cwd)
+            }
+            _ => (self.command.clone(), Vec::new(), None),
+        };
+        if command.is_empty() {
+            return Err(format!(
+                "no server command: put it after `--`, e.g. `mcp-witness {verb} -- npx -y my-server`"
+            ));
+        }
+        env.extend(self.env.iter().cloned());
+        if self.cwd.is_some() {
+            cwd = self.cwd.clone();
+        }
+        Ok(Resolved { command, env, cwd })
+    }
+}
+
+/// Where the evidence goes.
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Evidence file to append to [default: evidence/<probes|checks>.jsonl under the current folder].
+    #[arg(short = 'e', long, value_name = "FILE")]
+    pub evidence: Option<PathBuf>,
+    /// Signing key [default: $MCP_WITNESS_KEY, $XDG_CONFIG_HOME/mcp-witness/signing.key or ~/.config/mcp-witness/signing.key; created on first use].
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Run and report; write nothing.
+    #[arg(long)]
+    pub no_record: bool,
+}
+
+fn parse_secs(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    if !secs.is_finite() || secs <= 0.0 || secs > 86_400.0 {
+        return Err(format!("`{text}` must be more than 0 and at most 86400 seconds"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+pub fn parse_call_secs(text: &str) -> Result<Duration, String> {
+    parse_secs(text)
+}
+
+fn parse_env(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("`{text}` is not KEY=VALUE")),
+    }
+}
+
+/// A ready signer and file, prepared before the run (a bad key must not cost a run).
+pub struct Recorder {
+    signer: Option<SigningKey>,
+    path: PathBuf,
+}
+
+/// What recording did, for the caller to print.
+pub enum Recorded {
+    Off,
+    Appended { seq: u64, hash: String, line: Vec<u8> },
+    NotAppended(String),
+}
+
+impl Recorder {
+    pub fn new(args: &RecordArgs, default_name: &str) -> Result<Recorder, String> {
+        let path = match &args.evidence {
+            Some(p) => std::path::absolute(p),
+            None => std::env::current_dir().map(|d| d.join("evidence").join(default_name)),
+        }
+        .map_err(|e| format!("cannot resolve the evidence path: {e}"))?;
+        let signer = if args.no_record {
+            None
+        } else {
+            Some(signing_key(args.key.clone()).map_err(|e| e.to_string())?)
+        };
+        Ok(Recorder { signer, path })
+    }
+
+    /// Appends the block; `Err` is the message for "evidence not written".
+    pub fn record(&self, body: Map<String, Value>, if_changed: bool) -> Result<Recorded, String> {
+        let Some(signer) = &self.signer else {
+            return Ok(Recorded::Off);
+        };
+        let file = self.path.display();
+        match append(&self.path, body, signer, if_changed) {
+            Ok(Outcome::Appended(s)) => Ok(Recorded::Appended {
+                seq: s.seq,
+                hash: s.hash,
+                line: s.line,
+            }),
+            Ok(Outcome::Duplicate { seq, hash }) => Ok(Recorded::NotAppended(format!(
+                "not appended to {file}: an identical block (same target and time) is already there; it matches block seq {seq} hash {hash}"
+            ))),
+            Ok(Outcome::Unchanged { seq, hash }) => Ok(Recorded::NotAppended(format!(
+                "not appended to {file}: the observation is unchanged; it matches block seq {seq} hash {hash}"
+            ))),
+            Err(e) => Err(format!("evidence not written: {e}")),
+        }
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+fn signing_key(explicit: Option<PathBuf>) -> Result<SigningKey, keys::KeyError> {
+    let path = super::keys::key_path(explicit)?;
+    let (key, created) = keys::load_or_create(&path)?;
+    if created {
+        eprintln!(
+            "mcp-witness: created signing key {}; public key {}",
+            path.display(),
+            keys::public_text(&key.verifying_key())
+        );
+    }
+    Ok(key)
+}
