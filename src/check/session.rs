@@ -67,7 +67,8 @@ pub struct Ctx<'o> {
     pub stderr: Option<Arc<Mutex<StderrLog>>>,
     /// The opt-in tool calls, made once for the result checks.
     pub opt_in: Option<Vec<(String, Result<Reply, NoReply>)>>,
-    side: Vec<(String, JoinHandle<SideRun>)>,
+    /// Side runs under way: their result arrives on the channel before their teardown ends.
+    side: Vec<(String, std::sync::mpsc::Receiver<SideRun>, JoinHandle<()>)>,
     side_done: Vec<SideRun>,
     spec: Option<SpawnSpec>,
     target: TargetSeen,
@@ -273,18 +274,18 @@ impl<'o> Ctx<'o> {
             let spec = spec.clone();
             let timeout = self.opts.timeout;
             let grace = self.opts.grace;
-            let handle = std::thread::spawn(move || side_run(&spec, version, timeout, grace));
-            self.side.push((version.to_string(), handle));
+            let (tx, rx) = std::sync::mpsc::channel();
+            let handle = std::thread::spawn(move || side_run(&spec, version, timeout, grace, tx));
+            self.side.push((version.to_string(), rx, handle));
         }
     }
 
     /// The side run for `version`, waiting for it if needed.
     pub fn side_run(&mut self, version: &str) -> Option<SideRun> {
-        if let Some(i) = self.side.iter().position(|(v, _)| v == version) {
-            let (_, handle) = self.side.remove(i);
-            if let Ok(run) = handle.join() {
-                self.side_done.push(run);
-            }
+        if let Some((_, rx, _)) = self.side.iter().find(|(v, _, _)| v == version)
+            && let Ok(run) = rx.recv()
+        {
+            self.side_done.push(run);
         }
         self.side_done.iter().find(|r| r.requested == version).cloned()
     }
@@ -465,7 +466,7 @@ impl<'o> Ctx<'o> {
 
     pub(super) fn finish(mut self, results: Vec<CheckResult>, duration_ms: u64) -> CheckReport {
         self.stop_main();
-        for (_, h) in self.side.drain(..) {
+        for (_, _, h) in self.side.drain(..) {
             let _ = h.join();
         }
         if let Some(h) = self.digest.take()
@@ -501,7 +502,13 @@ impl<'o> Ctx<'o> {
     }
 }
 
-fn side_run(spec: &SpawnSpec, version: &str, timeout: Duration, grace: crate::transport::Grace) -> SideRun {
+fn side_run(
+    spec: &SpawnSpec,
+    version: &str,
+    timeout: Duration,
+    grace: crate::transport::Grace,
+    done: std::sync::mpsc::Sender<SideRun>,
+) {
     let mut run = SideRun {
         requested: version.into(),
         answered: None,
@@ -513,7 +520,8 @@ fn side_run(spec: &SpawnSpec, version: &str, timeout: Duration, grace: crate::tr
         Ok(s) => s,
         Err(e) => {
             run.exited = Some(format!("could not start: {e}"));
-            return run;
+            let _ = done.send(run);
+            return;
         }
     };
     let mut rpc = Rpc::new(server);
@@ -544,8 +552,9 @@ fn side_run(spec: &SpawnSpec, version: &str, timeout: Duration, grace: crate::tr
             crate::transport::ExitInfo::Signal(s) => format!("was killed by signal {s}"),
         });
     }
+    // The result goes out first: a slow teardown does not hold the checks up.
+    let _ = done.send(run);
     let _ = rpc.server.teardown(grace);
-    run
 }
 
 fn server_info(value: Option<&Value>) -> Option<ServerInfo> {
