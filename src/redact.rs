@@ -11,6 +11,21 @@ pub struct Redactor {
     literals: Vec<String>,
 }
 
+/// Text from a server made safe for a terminal: control characters (escape sequences could
+/// retitle the window, clear the screen or write the clipboard) become visible `\u{..}`
+/// escapes; newlines and tabs stay.
+pub fn for_terminal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{2028}' | '\u{2029}') {
+            out.push_str(&c.escape_unicode().to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Whether a flag or variable name looks like it holds a secret.
 pub fn secret_name(name: &str) -> bool {
     let n = name.trim_start_matches('-').to_ascii_lowercase();
@@ -18,8 +33,8 @@ pub fn secret_name(name: &str) -> bool {
         "token",
         "secret",
         "passw",
+        "passphrase",
         "pwd",
-        "auth",
         "credential",
         "apikey",
         "api_key",
@@ -29,15 +44,12 @@ pub fn secret_name(name: &str) -> bool {
         "cookie",
         "bearer",
         "signature",
-        "cert",
         "jwt",
-        "pat",
     ];
-    WORDS.iter().any(|w| n.contains(w))
-        || n == "key"
-        || n.ends_with("_key")
-        || n.ends_with("-key")
-        || n.ends_with("key")
+    // `auth` (auth, oauth, authorization, x-auth-…), but not `author`.
+    let auth = n.contains("auth") && (!n.contains("author") || n.contains("authoriz"));
+    let pass = n == "pass" || n.ends_with("_pass") || n.ends_with("-pass");
+    WORDS.iter().any(|w| n.contains(w)) || auth || pass || n == "key" || n.ends_with("key")
 }
 
 impl Redactor {
@@ -66,7 +78,7 @@ impl Redactor {
                 }
             } else if arg.starts_with('-')
                 && secret_name(arg)
-                && let Some(next) = iter.peek().filter(|n| !n.starts_with('-'))
+                && let Some(next) = iter.peek().filter(|n| !n.starts_with("--"))
             {
                 secrets.push((*next).clone());
                 iter.next();
@@ -80,7 +92,9 @@ impl Redactor {
         let mut out = Vec::with_capacity(argv.len());
         let mut mask_next = false;
         for (i, arg) in argv.iter().enumerate() {
-            if mask_next && !arg.starts_with('-') {
+            // A secret flag's value is masked even when it starts with `-`; only another long
+            // flag is taken for a flag.
+            if mask_next && !arg.starts_with("--") {
                 out.push(MASK.to_string());
                 mask_next = false;
                 continue;
@@ -101,6 +115,16 @@ impl Redactor {
         out
     }
 
+    /// Masks every string inside foreign JSON (keys stay: they are the server's vocabulary).
+    pub fn json(&self, value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::String(s) => *s = self.text(s),
+            serde_json::Value::Array(a) => a.iter_mut().for_each(|v| self.json(v)),
+            serde_json::Value::Object(m) => m.values_mut().for_each(|v| self.json(v)),
+            _ => {}
+        }
+    }
+
     /// Any text (stderr, noise, a call preview) as it may be recorded.
     pub fn text(&self, text: &str) -> String {
         let mut out = text.to_string();
@@ -109,8 +133,33 @@ impl Redactor {
                 out = out.replace(lit.as_str(), MASK);
             }
         }
-        mask_token_shapes(&out)
+        mask_token_shapes(&mask_url_passwords(&out))
     }
+}
+
+/// Masks the password of `scheme://user:password@host`.
+fn mask_url_passwords(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        let authority_end = tail
+            .find(|c: char| c == '/' || c.is_whitespace() || c == '"' || c == '\'')
+            .unwrap_or(tail.len());
+        let authority = &tail[..authority_end];
+        match (authority.rfind('@'), authority.find(':')) {
+            (Some(at), Some(colon)) if colon < at => {
+                out.push_str(&authority[..=colon]);
+                out.push_str(MASK);
+                out.push_str(&authority[at..]);
+            }
+            _ => out.push_str(authority),
+        }
+        rest = &tail[authority_end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn is_token_char(c: char) -> bool {
@@ -124,7 +173,7 @@ fn mask_token_shapes(text: &str) -> String {
     let mut prev_word_bearer = false;
     let flush = |word: &mut String, out: &mut String, after_bearer: bool| {
         if !word.is_empty() {
-            if looks_like_token(word) || (after_bearer && word.len() >= 16) {
+            if looks_like_token(word) || (after_bearer && word.len() >= 8) {
                 out.push_str(MASK);
             } else {
                 out.push_str(word);
@@ -250,6 +299,35 @@ mod tests {
         assert_eq!(
             r.text("plain words stay, sk-short too"),
             "plain words stay, sk-short too"
+        );
+        assert_eq!(
+            r.text("postgres://admin:s3cretpw@db:5432/x"),
+            format!("postgres://admin:{MASK}@db:5432/x")
+        );
+        assert_eq!(r.text("Bearer shorttok"), format!("Bearer {MASK}"));
+    }
+
+    #[test]
+    fn secret_names_without_the_usual_false_positives() {
+        for yes in [
+            "--token",
+            "API_KEY",
+            "--password",
+            "--pass",
+            "OAUTH_CLIENT",
+            "--authorization",
+            "x-auth-token",
+        ] {
+            assert!(secret_name(yes), "{yes}");
+        }
+        for no in ["PATH", "--path", "--author", "--port", "HOME", "--verbose"] {
+            assert!(!secret_name(no), "{no}");
+        }
+        let argv = s(&["srv", "--password", "-Xsecret", "--path", "/srv/data"]);
+        let r = Redactor::for_run(&argv, &[]);
+        assert_eq!(
+            r.argv(&argv),
+            s(&["srv", "--password", MASK, "--path", "/srv/data"])
         );
     }
 }

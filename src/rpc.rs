@@ -7,13 +7,16 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use crate::framing::{self, Frame, LineKind};
-use crate::transport::{Event, Server};
+use crate::redact::Redactor;
+use crate::transport::{Event, SendOutcome, Server};
 
 /// Noise lines kept verbatim (each cut to `NOISE_LINE_BYTES`).
 pub const NOISE_KEEP: usize = 5;
 pub const NOISE_LINE_BYTES: usize = 512;
 /// Notification methods and server requests kept by name.
 const NAMES_KEEP: usize = 32;
+/// The longest a write waits for room in the server's stdin.
+const WRITE_WAIT: Duration = Duration::from_secs(2);
 /// After the server exits, how long stdout may still deliver what it wrote before exiting.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
 
@@ -62,11 +65,39 @@ pub enum NoReply {
     StdinClosed,
 }
 
+/// How much of a noise line is read for redaction before it is cut for the record.
+const NOISE_SCAN_BYTES: usize = 64 * 1024;
+
+/// The envelope of a message: enough to route it without building its payload.
+#[derive(serde::Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    method: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+}
+
+/// Keeps `"id": null` apart from a missing id.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    <Value as serde::Deserialize>::deserialize(d).map(Some)
+}
+
+/// At most `max` bytes of `text`, on a character boundary.
+fn cut(text: &str, max: usize) -> String {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
+
 /// A JSON-RPC client on top of a server process.
 pub struct Rpc {
     pub server: Server,
     next_id: u64,
     pub traffic: Traffic,
+    /// Masks secrets in what is kept of stdout noise.
+    pub redactor: Redactor,
 }
 
 impl Rpc {
@@ -75,6 +106,7 @@ impl Rpc {
             server,
             next_id: 1,
             traffic: Traffic::default(),
+            redactor: Redactor::default(),
         }
     }
 
@@ -84,14 +116,14 @@ impl Rpc {
         if let Some(p) = params {
             msg["params"] = p;
         }
-        self.write(&msg)
+        self.write(&msg) == SendOutcome::Sent
     }
 
     /// Writes one raw line (the caller's bytes plus a newline), for robustness checks.
     pub fn send_raw(&mut self, bytes: &[u8]) -> bool {
         let mut line = bytes.to_vec();
         line.push(b'\n');
-        self.server.send(line)
+        self.server.send(line, Instant::now() + WRITE_WAIT) == SendOutcome::Sent
     }
 
     /// Sends a request and waits for its reply.
@@ -107,20 +139,31 @@ impl Rpc {
         if let Some(p) = params {
             msg["params"] = p;
         }
-        if !self.write(&msg) {
-            // Usually the server has exited: say so if its exit shows up promptly.
-            return match self.wait_for(&Value::from(id), DRAIN_AFTER_EXIT) {
-                Err(NoReply::Exited) => Err(NoReply::Exited),
-                _ => Err(NoReply::StdinClosed),
-            };
+        let started = Instant::now();
+        match self.write(&msg) {
+            SendOutcome::Sent => {}
+            SendOutcome::Full => {
+                return Err(NoReply::Timeout {
+                    waited_ms: started.elapsed().as_millis() as u64,
+                });
+            }
+            SendOutcome::Closed => {
+                // Usually the server has exited: say so if its exit shows up promptly.
+                return match self.wait_for(&Value::from(id), DRAIN_AFTER_EXIT) {
+                    Err(NoReply::Exited) => Err(NoReply::Exited),
+                    _ => Err(NoReply::StdinClosed),
+                };
+            }
         }
-        self.wait_for(&Value::from(id), timeout)
+        self.wait_for(&Value::from(id), timeout.saturating_sub(started.elapsed()))
     }
 
-    fn write(&mut self, msg: &Value) -> bool {
+    /// Queues a message, waiting at most `WRITE_WAIT` for room (a server that never reads
+    /// its stdin must not hang us).
+    fn write(&mut self, msg: &Value) -> SendOutcome {
         let mut line = serde_json::to_vec(msg).expect("serializing a Value cannot fail");
         line.push(b'\n');
-        self.server.send(line)
+        self.server.send(line, Instant::now() + WRITE_WAIT)
     }
 
     /// Waits for the reply carrying `id`, handling everything else that arrives meanwhile.
@@ -181,44 +224,53 @@ impl Rpc {
         }
     }
 
-    /// Handles one stdout line; returns the reply if it is the one awaited.
+    /// Handles one stdout line; returns the reply if it is the one awaited. Only the awaited
+    /// reply is parsed in full: other lines cost no more memory than their envelope.
     fn on_line(&mut self, line: &[u8], accept: &dyn Fn(Option<&Value>) -> bool) -> Option<Reply> {
         self.traffic.max_line = self.traffic.max_line.max(line.len());
         let decoded = framing::decode(line);
         if decoded.crlf {
             self.traffic.crlf_lines += 1;
         }
-        let msg = match decoded.kind {
-            LineKind::Message(m) => m,
+        let body = match decoded.kind {
+            LineKind::Object(body) => body,
             LineKind::Noise(kind) => {
                 self.traffic.noise_count += 1;
                 if self.traffic.noise.len() < NOISE_KEEP {
-                    let cut = &line[..line.len().min(NOISE_LINE_BYTES)];
+                    // Redact the whole line first, so no part of a secret survives the cut.
+                    let text = String::from_utf8_lossy(&line[..line.len().min(NOISE_SCAN_BYTES)]);
+                    let text = self.redactor.text(&text);
                     self.traffic
                         .noise
-                        .push((String::from_utf8_lossy(cut).into_owned(), kind.code()));
+                        .push((cut(&text, NOISE_LINE_BYTES), kind.code()));
                 }
                 return None;
             }
         };
         self.traffic.messages += 1;
-        let method = msg.get("method").and_then(Value::as_str).map(str::to_string);
-        match (method, msg.get("id")) {
-            (Some(method), Some(id)) if !id.is_null() => {
-                let id = id.clone();
+        let Ok(env) = serde_json::from_slice::<Envelope>(body) else {
+            self.traffic.unmatched_replies += 1;
+            return None;
+        };
+        match (env.method, env.id) {
+            (Some(Value::String(method)), Some(id)) if !id.is_null() => {
                 self.answer_server_request(&method, id);
                 None
             }
             (Some(method), _) => {
                 self.traffic.notification_count += 1;
                 if self.traffic.notifications.len() < NAMES_KEEP {
-                    self.traffic
-                        .notifications
-                        .push(method.chars().take(128).collect());
+                    let name = method
+                        .as_str()
+                        .map_or_else(|| "(not a string)".to_string(), |m| cut(m, 128));
+                    self.traffic.notifications.push(name);
                 }
                 None
             }
-            (None, id) if accept(id) => Some(classify_reply(msg)),
+            (None, id) if accept(id.as_ref()) => match serde_json::from_slice::<Map<String, Value>>(body) {
+                Ok(msg) => Some(classify_reply(msg)),
+                Err(_) => Some(Reply::Malformed(Map::new())),
+            },
             (None, _) => {
                 self.traffic.unmatched_replies += 1;
                 None
@@ -227,19 +279,23 @@ impl Rpc {
     }
 
     fn answer_server_request(&mut self, method: &str, id: Value) {
-        let (reply, how) = if method == "ping" {
+        let (reply, mut how) = if method == "ping" {
             (json!({"jsonrpc": "2.0", "id": id, "result": {}}), "{}")
         } else {
-            let error = json!({"code": -32601, "message": format!("mcp-witness does not handle {method}")});
+            let error = json!({"code": -32601, "message": "mcp-witness does not handle this request"});
             (json!({"jsonrpc": "2.0", "id": id, "error": error}), "-32601")
         };
+        // Never wait to answer: a server that floods requests without reading its stdin
+        // gets its answers dropped, not our probe hung.
+        let mut line = serde_json::to_vec(&reply).expect("serializing a Value cannot fail");
+        line.push(b'\n');
+        if self.server.send(line, Instant::now()) != SendOutcome::Sent {
+            how = "dropped";
+        }
         self.traffic.server_request_count += 1;
         if self.traffic.server_requests.len() < NAMES_KEEP {
-            self.traffic
-                .server_requests
-                .push((method.chars().take(128).collect(), how));
+            self.traffic.server_requests.push((cut(method, 128), how));
         }
-        self.write(&reply);
     }
 }
 

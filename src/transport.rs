@@ -44,6 +44,16 @@ pub enum Event {
     Exited(ExitStatus),
 }
 
+/// What became of a write to the server's stdin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendOutcome {
+    Sent,
+    /// Stdin is closed (the server exited or closed it).
+    Closed,
+    /// The server has not read its stdin for as long as we were willing to wait.
+    Full,
+}
+
 /// How a process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitInfo {
@@ -191,9 +201,23 @@ impl Server {
         })
     }
 
-    /// Queues bytes for the server's stdin. False if stdin is already closed.
-    pub fn send(&self, bytes: Vec<u8>) -> bool {
-        self.stdin.as_ref().is_some_and(|s| s.send(bytes).is_ok())
+    /// Queues bytes for the server's stdin, waiting for room until `deadline` at most.
+    pub fn send(&self, bytes: Vec<u8>, deadline: Instant) -> SendOutcome {
+        let Some(stdin) = &self.stdin else {
+            return SendOutcome::Closed;
+        };
+        let mut bytes = bytes;
+        loop {
+            match stdin.try_send(bytes) {
+                Ok(()) => return SendOutcome::Sent,
+                Err(mpsc::TrySendError::Disconnected(_)) => return SendOutcome::Closed,
+                Err(mpsc::TrySendError::Full(b)) if Instant::now() < deadline => {
+                    bytes = b;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(mpsc::TrySendError::Full(_)) => return SendOutcome::Full,
+            }
+        }
     }
 
     /// Closes the server's stdin (once queued writes are done).
@@ -203,6 +227,10 @@ impl Server {
 
     /// The next event, or `None` when `deadline` passes first.
     pub fn next_event(&mut self, deadline: Instant) -> Option<Event> {
+        // Checked first, so a flood of queued lines cannot stretch a wait past its deadline.
+        if Instant::now() >= deadline {
+            return None;
+        }
         let wait = deadline.saturating_duration_since(Instant::now());
         match self.events.recv_timeout(wait) {
             Ok(ev) => {

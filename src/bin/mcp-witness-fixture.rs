@@ -13,10 +13,13 @@
 //! `notifications/initialized` is accepted silently; `ping` returns `{}`;
 //! `tools/list` returns `echo` (string `text`), `add` (numbers `a`, `b`) and
 //! `get_time` (no arguments); `tools/call` runs them, an unknown tool is error
-//! -32602 "Unknown tool: X" and bad arguments are a result with `isError`.
-//! Any other method, `server/discover` included, is error -32601. Replies
-//! carry the request's id as sent; unparsable lines get -32700 and malformed
-//! messages -32600. When stdin reaches end of file the server exits 0.
+//! -32602 "Unknown tool: X" and bad arguments (missing, wrong-typed, or not
+//! an object) are a result with `isError`. `params` that is present but not
+//! an object is error -32602 for every method. Any other method,
+//! `server/discover` included, is error -32601. Replies carry the request's id
+//! as sent; unparsable lines get -32700 and malformed messages (a `method`
+//! that is not a string included) -32600. When stdin reaches end of file the
+//! server exits 0.
 //!
 //! Behaviours (anything not described differently behaves like `correct`):
 //! - `correct`: the baseline above.
@@ -71,6 +74,25 @@
 //!   end of file.
 //! - `wrong-id`: sends every reply twice, first with a wrong id (9999, or
 //!   9998 when the request id is 9999).
+//! - `bad`: legacy era only, a catalogue of conformance defects for a checker
+//!   to find. It first prints "Server running on stdio" and an npm warning on
+//!   stdout and ends every JSON line with CRLF. `initialize` echoes any
+//!   requested version (1999-01-01 too) but dies with a Python traceback
+//!   ("ValueError: unsupported", exit 1) on 2024-11-05; serverInfo has no
+//!   version; it declares `resources` and `prompts` too, yet `resources/list`
+//!   is -32601 and `prompts/list` returns `{"prompts": "nope"}`. `ping` is
+//!   -32601 while any other unknown method returns `{}`. An unparsable line
+//!   gets -32603 "oops"; a request whose `method` is not a string gets no
+//!   reply; `tools/list` with non-object `params` dies with a traceback
+//!   ("TypeError: ...", exit 1). `tools/list` pages: no cursor -> "p2" ->
+//!   "" -> "p2" again (a repeated cursor); other cursors are -32602. The
+//!   139 tools include one without a name, badly named ones, missing, "TODO",
+//!   too short and 50,000-character descriptions, non-object input schemas,
+//!   `required` naming no property, undescribed properties, a string
+//!   `outputSchema`, mistyped annotations, `ok_tool` listed twice and 120
+//!   fillers. `tools/call` succeeds for everything: unknown tools ("ok"),
+//!   missing or wrong-typed arguments ("done"); `shape_bad` returns a
+//!   malformed result and `big_result` 200,000 characters of text.
 
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -128,6 +150,7 @@ enum Behaviour {
     Stubborn,
     StdoutClose,
     WrongId,
+    Bad,
 }
 
 use Behaviour::*;
@@ -159,6 +182,7 @@ const SIMPLE_BEHAVIOURS: &[(&str, Behaviour)] = &[
     ("stubborn", Stubborn),
     ("stdout-close", StdoutClose),
     ("wrong-id", WrongId),
+    ("bad", Bad),
 ];
 
 impl Behaviour {
@@ -249,6 +273,12 @@ fn run(behaviour: Behaviour, args: &[String]) -> io::Result<()> {
             eprintln!("ghp_{fake}");
         }
         Stubborn => sys::ignore_sigterm()?,
+        Bad => {
+            let mut out = io::stdout().lock();
+            out.write_all(b"Server running on stdio\n")?;
+            out.write_all(b"npm WARN config production Use --omit=dev instead.\n")?;
+            out.flush()?;
+        }
         Banner => {
             let mut out = io::stdout().lock();
             out.write_all(b"\xEF\xBB\xBFStarting fixture server v1.0...\r\n")?;
@@ -406,7 +436,11 @@ struct Server {
 
 impl Server {
     fn new(behaviour: Behaviour) -> Self {
-        let eol = if behaviour == Banner { "\r\n" } else { "\n" };
+        let eol = if matches!(behaviour, Banner | Bad) {
+            "\r\n"
+        } else {
+            "\n"
+        };
         Server {
             behaviour,
             out: Output { eol, open: true },
@@ -430,6 +464,10 @@ impl Server {
             }
             match serde_json::from_slice(line) {
                 Ok(message) => self.handle_message(message)?,
+                Err(_) if self.behaviour == Bad => {
+                    self.out
+                        .send(&RpcError::new(-32603, "oops").to_message(&Value::Null))?;
+                }
                 Err(e) => {
                     let error = RpcError::new(-32700, format!("Parse error: {e}"));
                     self.out.send(&error.to_message(&Value::Null))?;
@@ -461,6 +499,7 @@ impl Server {
             (None, Some(id)) if message.contains_key("result") || message.contains_key("error") => {
                 self.handle_response(&id, &Value::Object(message))
             }
+            (Some(_), _) if self.behaviour == Bad => Ok(()),
             (_, id) => match id {
                 Some(id @ (Value::String(_) | Value::Number(_))) => self.out.send(&invalid(&id)),
                 _ => self.out.send(&invalid(&Value::Null)),
@@ -551,6 +590,12 @@ impl Server {
     }
 
     fn dispatch(&self, method: &str, params: &Value, modern: bool) -> Result<Value, RpcError> {
+        if self.behaviour == Bad {
+            return bad::dispatch(method, params);
+        }
+        if !(params.is_object() || params.is_null()) {
+            return Err(RpcError::invalid_params("params must be an object"));
+        }
         let mut result = match method {
             "initialize" if !modern => self.initialize(params)?,
             "server/discover" if modern => return Ok(self.discover()),
@@ -671,9 +716,14 @@ impl Server {
             return Err(RpcError::invalid_params(format!("Unknown tool: {name}")));
         }
         let no_arguments = json!({});
-        let arguments = params.get("arguments").unwrap_or(&no_arguments);
+        let arguments = params
+            .get("arguments")
+            .filter(|a| !a.is_null())
+            .unwrap_or(&no_arguments);
         let outcome = if self.behaviour == ToolError {
             Err("it failed".to_owned())
+        } else if !arguments.is_object() {
+            Err(format!("{name}: arguments must be an object"))
         } else {
             run_tool(name, arguments)
         };
@@ -681,6 +731,177 @@ impl Server {
             Ok(text) => json!({"content": [{"type": "text", "text": text}]}),
             Err(text) => json!({"content": [{"type": "text", "text": text}], "isError": true}),
         })
+    }
+}
+
+/// The `bad` behaviour: every answer carries a deliberate conformance defect.
+mod bad {
+    use super::{LATEST_LEGACY, RpcError};
+    use serde_json::{Value, json};
+
+    const VALUE_ERROR: &str = r#"Traceback (most recent call last):
+  File "/srv/bad_server/main.py", line 57, in <module>
+    serve()
+  File "/srv/bad_server/main.py", line 31, in serve
+    negotiate(request["params"]["protocolVersion"])
+  File "/srv/bad_server/protocol.py", line 12, in negotiate
+    raise ValueError("unsupported")
+ValueError: unsupported
+"#;
+
+    const TYPE_ERROR: &str = r#"Traceback (most recent call last):
+  File "/srv/bad_server/main.py", line 57, in <module>
+    serve()
+  File "/srv/bad_server/main.py", line 40, in serve
+    cursor = request["params"]["cursor"]
+TypeError: list indices must be integers or slices, not str
+"#;
+
+    fn die(traceback: &str) -> ! {
+        eprint!("{traceback}");
+        std::process::exit(1);
+    }
+
+    pub(super) fn dispatch(method: &str, params: &Value) -> Result<Value, RpcError> {
+        match method {
+            "initialize" => Ok(initialize(params)),
+            "tools/list" => list_tools(params),
+            "tools/call" => Ok(call_tool(params)),
+            "prompts/list" => Ok(json!({"prompts": "nope"})),
+            "ping" | "resources/list" => Err(RpcError::new(-32601, format!("Method not found: {method}"))),
+            _ => Ok(json!({})),
+        }
+    }
+
+    fn initialize(params: &Value) -> Value {
+        let requested = params.get("protocolVersion").cloned();
+        if requested.as_ref().and_then(Value::as_str) == Some("2024-11-05") {
+            die(VALUE_ERROR);
+        }
+        json!({
+            "protocolVersion": requested.unwrap_or_else(|| json!(LATEST_LEGACY)),
+            "capabilities": {"tools": {"listChanged": false}, "resources": {}, "prompts": {}},
+            "serverInfo": {"name": "bad-fixture"},
+        })
+    }
+
+    fn list_tools(params: &Value) -> Result<Value, RpcError> {
+        if !(params.is_object() || params.is_null()) {
+            die(TYPE_ERROR);
+        }
+        let (tools, next) = match params.get("cursor") {
+            None | Some(Value::Null) => (page_one(), "p2"),
+            Some(Value::String(c)) if c == "p2" => (page_two(), ""),
+            Some(Value::String(c)) if c.is_empty() => (vec![proper("last_tool")], "p2"),
+            Some(_) => return Err(RpcError::invalid_params("Invalid cursor")),
+        };
+        Ok(json!({"tools": tools, "nextCursor": next}))
+    }
+
+    fn call_tool(params: &Value) -> Value {
+        let text = |text: &str| json!({"content": [{"type": "text", "text": text}]});
+        let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
+        let known = page_one()
+            .iter()
+            .chain(&page_two())
+            .any(|tool| tool["name"] == name)
+            || name == "last_tool";
+        match name {
+            _ if !known => text("ok"),
+            "shape_bad" => json!({"content": "not an array", "isError": "no"}),
+            "big_result" => text(&"x".repeat(200_000)),
+            _ => text("done"),
+        }
+    }
+
+    fn object(properties: Value, required: &[&str]) -> Value {
+        json!({"type": "object", "properties": properties, "required": required})
+    }
+
+    fn with_schema(name: &str, description: &str, schema: Value) -> Value {
+        json!({"name": name, "description": description, "inputSchema": schema})
+    }
+
+    /// A tool with nothing wrong in itself.
+    fn proper(name: &str) -> Value {
+        let description = format!("Runs the {name} operation and reports what it did.");
+        with_schema(name, &description, object(json!({}), &[]))
+    }
+
+    fn ok_tool() -> Value {
+        let text = json!({"text": {"type": "string", "description": "Text to return."}});
+        with_schema(
+            "ok_tool",
+            "Returns the text it is given, unchanged.",
+            object(text, &["text"]),
+        )
+    }
+
+    fn page_one() -> Vec<Value> {
+        let described =
+            |name: &str, description: &str| with_schema(name, description, object(json!({}), &[]));
+        vec![
+            ok_tool(),
+            json!({"description": "This tool has no name at all here.", "inputSchema": {"type": "object"}}),
+            proper("bad tool!"),
+            proper("files.read"),
+            json!({"name": "no_description", "inputSchema": object(json!({}), &[])}),
+            described("todo_tool", "TODO"),
+            described("short_desc", "Adds."),
+            with_schema(
+                "schema_string",
+                "Has a string where its input schema should be.",
+                json!("object"),
+            ),
+            with_schema(
+                "schema_array",
+                "Has an input schema that is not an object.",
+                json!({"type": "array"}),
+            ),
+            with_schema(
+                "orphan_required",
+                "Requires an argument that its schema never defines.",
+                object(json!({"a": {"type": "string", "description": "A."}}), &["b"]),
+            ),
+            with_schema(
+                "undescribed",
+                "Takes two arguments that have no descriptions.",
+                json!({"type": "object", "properties": {"x": {"type": "string"}, "y": {"type": "integer"}}}),
+            ),
+        ]
+    }
+
+    fn page_two() -> Vec<Value> {
+        let mut bad_output = proper("bad_output");
+        bad_output["outputSchema"] = json!({"type": "string"});
+        let mut bad_annotations = proper("bad_annotations");
+        bad_annotations["annotations"] = json!({"readOnlyHint": "yes", "destructiveHint": 1});
+        let sentence = "This description goes on and on, far longer than any model needs. ";
+        let heavy: String = sentence.chars().cycle().take(50_000).collect();
+        let path = json!({"path": {"type": "string", "description": "Path to read."}});
+        let mut tools = vec![
+            bad_output,
+            bad_annotations,
+            with_schema("heavy", &heavy, object(json!({}), &[])),
+            with_schema(
+                "needs_args",
+                "Reads the file at the given path.",
+                object(path, &["path"]),
+            ),
+            proper("shape_bad"),
+            proper("big_result"),
+            ok_tool(),
+        ];
+        let filler = json!({"type": "object", "properties": {}, "additionalProperties": false});
+        tools.extend((1..=120).map(|n| {
+            let name = format!("filler_{n:03}");
+            with_schema(
+                &name,
+                "A filler tool that exists only to make the list long.",
+                filler.clone(),
+            )
+        }));
+        tools
     }
 }
 
@@ -720,8 +941,11 @@ fn all_tools() -> Vec<Value> {
         tool("echo", "Returns its text argument unchanged", text(), &["text"]),
         tool(
             "add",
-            "Adds two numbers",
-            json!({"a": {"type": "number"}, "b": {"type": "number"}}),
+            "Adds two numbers and returns their sum",
+            json!({
+                "a": {"type": "number", "description": "First addend"},
+                "b": {"type": "number", "description": "Second addend"},
+            }),
             &["a", "b"],
         ),
         tool("get_time", "Current UTC time (RFC 3339)", json!({}), &[]),

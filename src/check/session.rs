@@ -66,7 +66,7 @@ pub struct Ctx<'o> {
     pub teardown: Option<Teardown>,
     pub stderr: Option<Arc<Mutex<StderrLog>>>,
     /// The opt-in tool calls, made once for the result checks.
-    pub opt_in: Option<Vec<(String, Result<Reply, NoReply>)>>,
+    pub opt_in: Option<Vec<super::checks::OptInCall>>,
     /// Side runs under way: their result arrives on the channel before their teardown ends.
     side: Vec<(String, std::sync::mpsc::Receiver<SideRun>, JoinHandle<()>)>,
     side_done: Vec<SideRun>,
@@ -171,7 +171,9 @@ impl<'o> Ctx<'o> {
         match Server::spawn(spec) {
             Ok(server) => {
                 self.stderr = Some(Arc::clone(&server.stderr));
-                self.rpc = Some(Rpc::new(server));
+                let mut rpc = Rpc::new(server);
+                rpc.redactor = self.redactor.clone();
+                self.rpc = Some(rpc);
                 true
             }
             Err(e) => {
@@ -369,7 +371,7 @@ impl<'o> Ctx<'o> {
                     if next.is_empty() {
                         l.empty_cursor = true;
                     }
-                    if !seen.insert(next.clone()) {
+                    if !seen.insert(<sha2::Sha256 as sha2::Digest>::digest(next.as_bytes())) {
                         l.repeated_cursor = Some(truncate(next, 64));
                         return l;
                     }

@@ -121,6 +121,18 @@ fn options(args: &ProbeArgs) -> Result<ProbeOptions, String> {
 }
 
 fn print_summary(obs: &Observation) {
+    print!("{}", crate::redact::for_terminal(&summary(obs)));
+}
+
+/// The human summary; every `println!` below writes into it.
+fn summary(obs: &Observation) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    macro_rules! println {
+        ($($arg:tt)*) => {{
+            let _ = writeln!(out, $($arg)*);
+        }};
+    }
     let who = match &obs.server {
         Some(s) => format!("{} {}", s.name, s.version.as_deref().unwrap_or("(no version)")),
         None => "(no serverInfo)".to_string(),
@@ -214,4 +226,5 @@ fn print_summary(obs: &Observation) {
         part("call", t.call),
         t.total
     );
+    out
 }

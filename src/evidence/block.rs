@@ -370,6 +370,13 @@ fn digest_without(scanned: &canonical_scan::Scanned<'_>, line: &[u8], skip: &[&s
 
 /// Names what is wrong with a line that is not canonical, in the terms a user expects.
 fn classify_noncanonical(line: &[u8], e: canonical_scan::NonCanonical) -> BlockError {
+    // Telling the kinds apart needs the value; a large broken line is not worth the memory.
+    if line.len() > 64 * 1024 {
+        return match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+            Err(err) => BlockError::NotJson(err.to_string()),
+            Ok(_) => BlockError::NotCanonical(e.offset, e.what),
+        };
+    }
     match serde_json::from_slice::<Value>(line) {
         Err(err) => BlockError::NotJson(err.to_string()),
         Ok(v) if !v.is_object() => BlockError::NotObject,

@@ -264,7 +264,11 @@ fn summarize(line: &[u8], cache: &mut block::KeyCache) -> LineResult {
 
 /// The `seq` of a line that failed its check, when the line is JSON at all.
 fn seq_hint(line: &[u8]) -> Option<u64> {
-    serde_json::from_slice::<Value>(line).ok()?.get("seq")?.as_u64()
+    #[derive(serde::Deserialize)]
+    struct Seq {
+        seq: Option<u64>,
+    }
+    serde_json::from_slice::<Seq>(line).ok()?.seq
 }
 
 /// The in-order checks across lines.

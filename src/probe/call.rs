@@ -75,13 +75,14 @@ impl Run<'_> {
                     })
                     .unwrap_or_default();
                 if !text.is_empty() {
+                    // Redact the whole text first, then cut the preview.
+                    let text = self.redactor.text(&text);
                     let cut: String = text.chars().take(PREVIEW_CHARS).collect();
-                    let cut = if cut.len() < text.len() {
+                    seen.preview = Some(if cut.len() < text.len() {
                         format!("{cut}…")
                     } else {
                         cut
-                    };
-                    seen.preview = Some(self.redactor.text(&cut));
+                    });
                 }
                 seen.outcome = match (content, result.get("isError")) {
                     (None, _) => "malformed",
@@ -91,7 +92,7 @@ impl Run<'_> {
             }
             Ok(Reply::Error { code, message, .. }) => {
                 seen.outcome = "rpc_error";
-                seen.error = Some((code, self.redactor.text(&truncate(&message, 512))));
+                seen.error = Some((code, truncate(&self.redactor.text(&message), 512)));
             }
             Ok(Reply::Malformed(_)) => seen.outcome = "malformed",
             Err(NoReply::Timeout { .. }) => seen.outcome = "silent",

@@ -237,7 +237,9 @@ impl Run<'_> {
         let spec = self.spec.as_ref().expect("resolved before spawning");
         match Server::spawn(spec) {
             Ok(server) => {
-                self.rpc = Some(Rpc::new(server));
+                let mut rpc = Rpc::new(server);
+                rpc.redactor = self.redactor.clone();
+                self.rpc = Some(rpc);
                 Ok(())
             }
             Err(e) => {
@@ -254,9 +256,9 @@ impl Run<'_> {
     /// Records a failure reason.
     pub(crate) fn fail(&mut self, code: &'static str, message: impl Into<String>) -> Stop {
         self.obs.verdict = Verdict::Fail;
-        self.obs
-            .reasons
-            .push(Reason::new(code, self.redactor.text(&message.into())));
+        // Redact in full, then bound: a cut must never leave part of a secret behind.
+        let message = handshake::truncate(&self.redactor.text(&message.into()), 1024);
+        self.obs.reasons.push(Reason::new(code, message));
         Stop
     }
 
@@ -271,7 +273,6 @@ impl Run<'_> {
         match reply {
             Ok(Reply::Result(r)) => Ok(r),
             Ok(Reply::Error { code, message, .. }) => {
-                let message = handshake::truncate(&message, 512);
                 Err(self.fail(codes.0, format!("{step} got error {code}: {message}")))
             }
             Ok(Reply::Malformed(_)) => Err(self.fail(
@@ -345,7 +346,14 @@ impl Run<'_> {
         let teardown = rpc.server.teardown(self.opts.grace);
         if let Ok(log) = stderr.lock() {
             self.stderr_total += log.bytes;
-            self.last_stderr_tail = Some(self.redactor.text(&log.text_tail()));
+            let mut tail = self.redactor.text(&log.text_tail());
+            if log.bytes as usize > crate::transport::STDERR_HEAD {
+                // The tail starts mid-line: drop that partial line, which could hold the end
+                // of a secret the redactor no longer recognises.
+                let cut = tail.find('\n').map_or(tail.len(), |i| i + 1);
+                tail.drain(..cut);
+            }
+            self.last_stderr_tail = Some(tail);
         }
         Some(teardown)
     }
@@ -373,10 +381,21 @@ impl Run<'_> {
                 Err(_) => {}
             }
         }
-        // Noise lines can carry secrets the server printed.
-        for (text, _) in &mut self.obs.traffic.noise {
-            *text = self.redactor.text(text);
+        // Everything the server chose can carry a secret it echoed: mask it everywhere.
+        let r = &self.redactor;
+        if let Some(s) = &mut self.obs.server {
+            s.name = r.text(&s.name);
+            s.version = s.version.as_deref().map(|v| r.text(v));
         }
+        if let Some(c) = &mut self.obs.capabilities {
+            r.json(c);
+        }
+        if let Some(t) = &mut self.obs.tools {
+            for n in &mut t.names {
+                *n = r.text(n);
+            }
+        }
+        self.obs.era_detection = self.obs.era_detection.as_deref().map(|d| r.text(d));
         self.obs.timings.total = self.started.elapsed().as_millis() as u64;
         if self.obs.verdict == Verdict::Pass && !self.obs.reasons.is_empty() {
             self.obs.verdict = Verdict::Fail;

@@ -5,6 +5,8 @@ mod hygiene;
 mod pagination;
 mod protocol;
 mod robustness;
+
+pub use robustness::OptInCall;
 mod schema;
 
 use super::model::{CheckResult, Severity, Status};
@@ -225,7 +227,7 @@ pub const ALL: &[Check] = &[
     ),
     check(
         "protocol.modern.missing_meta",
-        "a request without _meta is rejected with -32602",
+        "a request whose _meta lacks a required field is rejected with -32602",
         SPEC_VERSIONING,
         "Requests must carry `_meta` with protocolVersion and clientCapabilities; reject one without with -32602.",
         protocol::modern_missing_meta,

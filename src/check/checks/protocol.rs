@@ -245,9 +245,16 @@ pub fn modern_missing_meta(ctx: &mut Ctx<'_>) -> Outcome {
     if let Some(skip) = modern_only(ctx) {
         return skip;
     }
-    match ctx.request_with("tools/list", Some(json!({})), false) {
+    // `_meta` with the version but without the required clientCapabilities: unmistakably a
+    // modern request (a dual-era server may answer a request with no `_meta` the legacy way).
+    let version = ctx.protocol_version.clone().unwrap_or_default();
+    let params = json!({"_meta": {"io.modelcontextprotocol/protocolVersion": version}});
+    match ctx.request_with("tools/list", Some(params), false) {
         Ok(Reply::Error { code: -32602, .. }) => Outcome::pass("error -32602"),
         Ok(Reply::Error { code, .. }) => Outcome::warn(format!("error {code}, not -32602")),
-        other => Outcome::fail(format!("tools/list without _meta {}", describe(&other))),
+        other => Outcome::fail(format!(
+            "tools/list with _meta lacking clientCapabilities {}",
+            describe(&other)
+        )),
     }
 }

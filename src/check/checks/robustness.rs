@@ -12,6 +12,9 @@ use crate::check::session::{Ctx, describe};
 use crate::probe::handshake::truncate;
 use crate::rpc::{NoReply, Reply};
 
+/// One opt-in call: the tool and what it answered.
+pub type OptInCall = (String, Result<Reply, NoReply>);
+
 /// At most this many tools are called per check.
 const MAX_CALLED: usize = 12;
 
@@ -145,7 +148,7 @@ pub fn wrong_types(ctx: &mut Ctx<'_>) -> Outcome {
 
 /// The opt-in calls, made once for both result checks: tools the user allowed that require
 /// no arguments, called with `{}`.
-fn opt_in_calls(ctx: &mut Ctx<'_>) -> Result<Vec<(String, Result<Reply, NoReply>)>, Outcome> {
+fn opt_in_calls(ctx: &mut Ctx<'_>) -> Result<Vec<OptInCall>, Outcome> {
     if let Some(done) = &ctx.opt_in {
         return Ok(done.clone());
     }

@@ -220,9 +220,9 @@ pub fn input_undescribed(ctx: &mut Ctx<'_>) -> Outcome {
         let bare: Vec<String> = props
             .iter()
             .filter(|(_, v)| {
-                !v.get("description")
+                v.get("description")
                     .and_then(Value::as_str)
-                    .is_some_and(|d| !d.trim().is_empty())
+                    .is_none_or(|d| d.trim().is_empty())
             })
             .map(|(k, _)| format!("`{}`", truncate(k, 40)))
             .collect();
@@ -282,7 +282,7 @@ pub fn context_weight(ctx: &mut Ctx<'_>) -> Outcome {
         .enumerate()
         .map(|(i, t)| (tokens(t), label(i, t)))
         .collect();
-    heavy.sort_by(|a, b| b.0.cmp(&a.0));
+    heavy.sort_by_key(|h| std::cmp::Reverse(h.0));
     let top: Vec<String> = heavy.iter().take(5).map(|(n, l)| format!("{l} ~{n}")).collect();
     let msg = format!(
         "about {total} tokens for {} tools; heaviest: {}",

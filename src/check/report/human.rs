@@ -2,6 +2,7 @@
 
 use super::{GROUPS, who};
 use crate::check::model::{CheckReport, Status};
+use crate::redact::for_terminal;
 
 /// Renders the report; `colour` adds ANSI colours, `verbose` explains warnings and passes too.
 pub fn human(r: &CheckReport, colour: bool, verbose: bool) -> String {
@@ -21,8 +22,9 @@ pub fn human(r: &CheckReport, colour: bool, verbose: bool) -> String {
     ));
     if let Some(why) = &r.could_not_run {
         out.push_str(&format!(
-            "{} the suite could not run: {why}\n",
-            paint("1;31", "ERROR")
+            "{} the suite could not run: {}\n",
+            paint("1;31", "ERROR"),
+            for_terminal(why)
         ));
     }
     for group in GROUPS {
@@ -38,14 +40,14 @@ pub fn human(r: &CheckReport, colour: bool, verbose: bool) -> String {
                 Status::Fail => paint("31", "FAIL"),
                 Status::Skip => paint("2", "SKIP"),
             };
-            out.push_str(&format!("  {tag}  {:<38} {}\n", x.id, x.message));
+            out.push_str(&format!("  {tag}  {:<38} {}\n", x.id, for_terminal(&x.message)));
             let explain = x.status == Status::Fail
                 || (verbose && x.status == Status::Warn)
                 || (r.strict && x.status == Status::Warn);
             if explain {
                 if let Some(p) = &x.payload {
                     for line in p.lines().take(12) {
-                        out.push_str(&format!("        | {line}\n"));
+                        out.push_str(&format!("        | {}\n", for_terminal(line)));
                     }
                 }
                 out.push_str(&format!("        fix: {}\n        spec: {}\n", x.fix, x.spec));
