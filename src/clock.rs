@@ -69,8 +69,17 @@ pub fn next_millisecond(text: &str) -> Option<String> {
     Some(format_millis(t + time::Duration::milliseconds(1)))
 }
 
-/// The IANA zone name: `TZ`, then the `/etc/localtime` link, then `/etc/timezone`.
+/// The IANA zone name: `TZ`, then the `/etc/localtime` link, then `/etc/timezone`. Only a
+/// plausible zone name is returned (letters, digits, `_ + - /`, at most 64 characters).
 pub fn zone_name() -> Option<String> {
+    raw_zone_name().filter(|n| {
+        n.len() <= 64
+            && n.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_+-/".contains(&b))
+    })
+}
+
+fn raw_zone_name() -> Option<String> {
     if let Ok(tz) = std::env::var("TZ") {
         let tz = tz.trim_start_matches(':');
         if let Some(name) = after_zoneinfo(tz) {

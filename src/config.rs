@@ -213,10 +213,8 @@ fn strip_jsonc(text: &str) -> String {
                 i += 2;
             }
             (b',', _) => {
-                let next = bytes[i + 1..].iter().find(|c| !c.is_ascii_whitespace());
-                if !matches!(next, Some(b'}') | Some(b']')) {
-                    out.push(b);
-                }
+                // Trailing commas are dropped in a second pass, once comments are gone.
+                out.push(b);
                 i += 1;
             }
             _ => {
@@ -226,6 +224,36 @@ fn strip_jsonc(text: &str) -> String {
         }
     }
     // Only whole ASCII bytes were removed, so the rest is still UTF-8.
+    drop_trailing_commas(&String::from_utf8(out).unwrap_or_default())
+}
+
+/// Removes commas (outside strings) that only whitespace separates from `}` or `]`.
+fn drop_trailing_commas(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut in_string = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            out.push(b);
+            if b == b'\\' && i + 1 < bytes.len() {
+                out.push(bytes[i + 1]);
+                i += 2;
+                continue;
+            }
+            in_string = b != b'"';
+        } else if b == b',' {
+            let next = bytes[i + 1..].iter().find(|c| !c.is_ascii_whitespace());
+            if !matches!(next, Some(b'}') | Some(b']')) {
+                out.push(b);
+            }
+        } else {
+            in_string = b == b'"';
+            out.push(b);
+        }
+        i += 1;
+    }
     String::from_utf8(out).unwrap_or_default()
 }
 
@@ -249,7 +277,7 @@ mod tests {
 
     #[test]
     fn reads_the_vs_code_shape_with_comments_and_trailing_commas() {
-        let text = "{\n // my servers\n \"servers\": {\"t\": {\"type\": \"stdio\", \"command\": \"srv\", /* x */ \"args\": [\"a//b\",],},},}";
+        let text = "{\n // my servers\n \"servers\": {\"t\": {\"type\": \"stdio\", \"command\": \"srv\", /* x */ \"args\": [\"a//b\", // c\n],},},}";
         let e = parse(text, "t", p()).unwrap();
         assert_eq!((e.command.as_str(), e.args), ("srv", vec!["a//b".to_string()]));
     }

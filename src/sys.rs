@@ -5,6 +5,8 @@ use std::io;
 
 /// `SIGTERM` on Linux.
 pub const SIGTERM: i32 = 15;
+/// `SIGCONT` on Linux.
+pub const SIGCONT: i32 = 18;
 /// `SIGKILL` on Linux.
 pub const SIGKILL: i32 = 9;
 

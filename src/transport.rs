@@ -288,6 +288,8 @@ impl Server {
         let mut ended_by = if already { "exited_before" } else { "stdin_eof" };
         if !already && !self.wait_exit(start + grace.eof) {
             let _ = sys::signal_group(pgid, sys::SIGTERM);
+            // A stopped process handles SIGTERM only once continued.
+            let _ = sys::signal_group(pgid, sys::SIGCONT);
             ended_by = "sigterm";
             let term_start = Instant::now();
             if !self.wait_exit(term_start + grace.term) {
@@ -304,6 +306,8 @@ impl Server {
         let mut group_signals = Vec::new();
         if !sys::live_members(pgid).is_empty() {
             let _ = sys::signal_group(pgid, sys::SIGTERM);
+            // A stopped process handles SIGTERM only once continued.
+            let _ = sys::signal_group(pgid, sys::SIGCONT);
             group_signals.push("sigterm");
             if !wait_group_gone(pgid, Instant::now() + grace.term) {
                 let _ = sys::signal_group(pgid, sys::SIGKILL);

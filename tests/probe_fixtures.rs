@@ -487,3 +487,41 @@ fn the_modern_era_against_a_legacy_server_fails_plainly() {
     assert_eq!(b.probe_fixture(&["--era", "modern"], &["correct"]).code, 1);
     assert_eq!(reason_codes(&b.last_block()), ["discover_failed"]);
 }
+
+#[test]
+fn a_server_flooding_requests_without_reading_cannot_hang_the_probe() {
+    let b = Bench::new("reqflood");
+    let ev = b.evidence.to_str().unwrap();
+    // `yes` writes requests forever and never reads its stdin.
+    let run = b.run(&[
+        "probe",
+        "-e",
+        ev,
+        "--timeout",
+        "1",
+        "--",
+        "yes",
+        r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#,
+    ]);
+    assert_eq!(run.code, 3, "{}{}", run.stdout, run.stderr);
+    let block = b.last_block();
+    assert_eq!(block["silence"]["step"], "initialize");
+    assert!(block["messages"]["server_requests"]["count"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_stdout_flood_does_not_stretch_the_timeout() {
+    let b = Bench::new("outflood");
+    let ev = b.evidence.to_str().unwrap();
+    let line = format!("[{}0]", "0,".repeat(30_000));
+    let run = b.run(&["probe", "-e", ev, "--timeout", "1", "--", "yes", &line]);
+    assert_eq!(run.code, 3, "{}{}", run.stdout, run.stderr);
+    let block = b.last_block();
+    // Bounded by the timeout, not by the flood (which never ends).
+    assert!(
+        block["silence"]["waited_ms"].as_u64().unwrap() < 5_000,
+        "{}",
+        block["silence"]
+    );
+    assert!(block["stdout_noise"]["count"].as_u64().unwrap() > 0);
+}

@@ -90,11 +90,11 @@ pub fn run(args: CheckArgs) -> u8 {
     let mut code = report.exit_code();
 
     if args.json {
-        println!("{}", report.to_json());
+        outln!("{}", report.to_json());
     } else {
         let colour =
             std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-        print!("{}", report::human(&report, colour, args.verbose));
+        out!("{}", report::human(&report, colour, args.verbose));
     }
     let writes = [
         (&args.junit, report::junit(&report)),
@@ -110,7 +110,7 @@ pub fn run(args: CheckArgs) -> u8 {
         }
     }
     if args.github {
-        print!("{}", report::annotations(&report));
+        out!("{}", report::annotations(&report));
         if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
             let appended = std::fs::OpenOptions::new()
                 .create(true)
@@ -129,7 +129,7 @@ pub fn run(args: CheckArgs) -> u8 {
             if args.json {
                 eprintln!("mcp-witness: {msg}")
             } else {
-                println!("{msg}")
+                outln!("{msg}")
             }
         }
         Ok(Recorded::NotAppended(msg)) => eprintln!("mcp-witness: {msg}"),

@@ -79,12 +79,12 @@ pub fn run(args: DiffArgs) -> u8 {
     };
     let changes = changes(&old, &new);
     if args.json {
-        println!(
+        outln!(
             "{}",
             json!({"target": key.0, "kind": key.1, "from_seq": old["seq"], "to_seq": new["seq"], "changed": !changes.is_empty(), "changes": changes})
         );
     } else {
-        println!(
+        outln!(
             "{} block seq {} -> seq {} of target {}",
             key.1,
             old["seq"],
@@ -92,10 +92,10 @@ pub fn run(args: DiffArgs) -> u8 {
             &key.0[..12.min(key.0.len())]
         );
         if changes.is_empty() {
-            println!("  unchanged");
+            outln!("  unchanged");
         }
         for c in &changes {
-            println!("  {c}");
+            outln!("  {c}");
         }
     }
     u8::from(!changes.is_empty())

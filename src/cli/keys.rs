@@ -40,7 +40,7 @@ pub fn keygen(args: KeygenArgs) -> u8 {
     match keys::generate(&path, args.force) {
         Ok(key) => {
             eprintln!("mcp-witness: wrote signing key {}", path.display());
-            println!("{}", keys::public_text(&key.verifying_key()));
+            outln!("{}", keys::public_text(&key.verifying_key()));
             0
         }
         Err(e) => super::error(e),
@@ -54,7 +54,7 @@ pub fn key(args: KeyArgs) -> u8 {
     };
     match keys::load(&path) {
         Ok(key) => {
-            println!("{}", keys::public_text(&key.verifying_key()));
+            outln!("{}", keys::public_text(&key.verifying_key()));
             0
         }
         Err(e) => super::error(e),

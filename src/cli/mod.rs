@@ -1,6 +1,27 @@
 //! The command line: argument definitions and dispatch. Each subcommand lives in its own
 //! module and returns the process exit code.
 
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// `print!` that never panics: a closed stdout (`mcp-witness … | head`) is not an error of
+/// ours, and the exit code must still tell the verdict.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `println!` that never panics (see `out!`).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 mod check;
 mod diff;
 mod keys;
@@ -8,10 +29,6 @@ mod probe;
 mod repair;
 mod server_args;
 mod verify;
-
-use std::process::ExitCode;
-
-use clap::{Parser, Subcommand};
 
 /// Exit code for usage errors and for evidence that could not be written or read.
 pub const EXIT_USAGE: u8 = 2;

@@ -54,31 +54,31 @@ pub fn run(args: ProbeArgs) -> u8 {
     match recorder.record(body.clone(), args.if_changed) {
         Ok(Recorded::Off) => {
             if args.json {
-                println!("{}", Value::Object(body));
+                outln!("{}", Value::Object(body));
             } else {
                 print_summary(&obs);
-                println!("not recorded (--no-record)");
+                outln!("not recorded (--no-record)");
             }
             verdict_code
         }
         Ok(Recorded::Appended { seq, hash, line }) => {
             let file = recorder.path().display();
             if args.json {
-                print!("{}", String::from_utf8_lossy(&line));
+                out!("{}", String::from_utf8_lossy(&line));
                 eprintln!("mcp-witness: recorded {file} seq {seq} head {hash}");
             } else {
                 print_summary(&obs);
-                println!("recorded: {file} seq {seq} head {hash}");
+                outln!("recorded: {file} seq {seq} head {hash}");
             }
             verdict_code
         }
         Ok(Recorded::NotAppended(msg)) => {
             if args.json {
-                println!("{}", Value::Object(body));
+                outln!("{}", Value::Object(body));
                 eprintln!("mcp-witness: {msg}");
             } else {
                 print_summary(&obs);
-                println!("{msg}");
+                outln!("{msg}");
             }
             verdict_code
         }
@@ -121,7 +121,7 @@ fn options(args: &ProbeArgs) -> Result<ProbeOptions, String> {
 }
 
 fn print_summary(obs: &Observation) {
-    print!("{}", crate::redact::for_terminal(&summary(obs)));
+    out!("{}", crate::redact::for_terminal(&summary(obs)));
 }
 
 /// The human summary; every `println!` below writes into it.

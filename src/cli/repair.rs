@@ -17,7 +17,7 @@ pub struct RepairArgs {
 pub fn run(args: RepairArgs) -> u8 {
     match repair(&args.file) {
         Ok(Repaired::Clean) => {
-            println!(
+            outln!(
                 "{}: ends in a complete line; nothing to repair",
                 args.file.display()
             );
@@ -28,7 +28,7 @@ pub fn run(args: RepairArgs) -> u8 {
             bytes,
             side_file,
         }) => {
-            println!(
+            outln!(
                 "{}: moved {bytes} torn bytes from offset {offset} to {}; truncated to {offset} bytes",
                 args.file.display(),
                 side_file.display()

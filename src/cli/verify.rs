@@ -68,7 +68,7 @@ pub fn run(args: VerifyArgs) -> u8 {
         }
     }
     if args.json {
-        println!("{}", json!({"intact": code == 0, "files": reports}));
+        outln!("{}", json!({"intact": code == 0, "files": reports}));
     }
     code
 }
@@ -87,13 +87,13 @@ fn print_human(r: &crate::evidence::verify::Report) {
             } else {
                 "self-consistent signatures"
             };
-            println!("intact: {file}: {} blocks{head} ({trust})", r.blocks);
+            outln!("intact: {file}: {} blocks{head} ({trust})", r.blocks);
         }
         Some(b) => {
             let seq = b.seq.map(|s| format!(" (seq {s})")).unwrap_or_default();
-            println!("BROKEN: {file}: line {}{seq}: {}: {}", b.line, b.code, b.message);
+            outln!("BROKEN: {file}: line {}{seq}: {}: {}", b.line, b.code, b.message);
             if r.blocks > 0 {
-                println!("  the {} blocks before it check", r.blocks);
+                outln!("  the {} blocks before it check", r.blocks);
             }
         }
     }

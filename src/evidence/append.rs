@@ -11,13 +11,15 @@ use std::time::{Duration, Instant};
 use ed25519_dalek::SigningKey;
 use serde_json::{Map, Value};
 
-use super::block::{self, BlockError, Checked, GENESIS_PREV, Link, Sealed};
+use super::block::{self, BlockError, GENESIS_PREV, Link, Sealed};
 use super::canonical;
 use super::tail::{self, RevLines};
 use crate::hex;
 
 /// How long a writer waits for another writer's lock before giving up.
 const LOCK_WAIT: Duration = Duration::from_secs(30);
+/// How far back `--if-changed` looks for the latest block of the same target.
+pub const IF_CHANGED_WINDOW: usize = 10_000;
 /// How far back an append looks for a block with the same target and time.
 const DEDUP_WINDOW: usize = 10_000;
 
@@ -271,13 +273,15 @@ fn body_digest_of_map(body: &Map<String, Value>) -> [u8; 32] {
 }
 
 /// The latest block of a target, reading backwards until one is found.
-pub fn latest_of_target(file: &File, end: u64, target_id: &str) -> io::Result<Option<Checked>> {
-    for line in RevLines::new(file, end) {
+/// The latest block of a target among the last `IF_CHANGED_WINDOW` blocks (read without
+/// their signatures: verify is what proves them). Beyond that, the run counts as changed.
+pub fn latest_of_target(file: &File, end: u64, target_id: &str) -> io::Result<Option<block::Moment>> {
+    for line in RevLines::new(file, end).take(IF_CHANGED_WINDOW) {
         let (_, line) = line?;
-        if let Ok(b) = block::check_line(&line)
-            && b.target_id == target_id
+        if let Some(m) = block::moment(&line)
+            && m.target_id == target_id
         {
-            return Ok(Some(b));
+            return Ok(Some(m));
         }
     }
     Ok(None)

@@ -322,6 +322,7 @@ pub struct Moment {
     pub total_ms: u64,
     /// SHA-256 of the block without its chain fields: equal for the same block appended twice.
     pub body_digest: [u8; 32],
+    pub observation_sha256: Option<String>,
 }
 
 /// Fields of the chain: what sealing adds to a body.
@@ -342,6 +343,9 @@ pub fn moment(line: &[u8]) -> Option<Moment> {
         observed_at: text(get("observed_at"), "observed_at").ok()?.into_owned(),
         total_ms: timings.get("total").and_then(Value::as_u64).unwrap_or(0),
         body_digest: digest_without(&scanned, line, CHAIN_FIELDS),
+        observation_sha256: text(get("observation_sha256"), "observation_sha256")
+            .ok()
+            .map(Cow::into_owned),
     })
 }
 

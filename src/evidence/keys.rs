@@ -34,7 +34,7 @@ impl fmt::Display for KeyError {
             KeyError::Io(p, e) => write!(f, "key file {}: {e}", p.display()),
             KeyError::TooOpen(p, mode) => write!(
                 f,
-                "key file {} is readable by others (mode {:o}); it must be private: run `chmod 600 {}`",
+                "key file {} is accessible to group or others (mode {:o}); it must be private: run `chmod 600 {}`",
                 p.display(),
                 mode & 0o777,
                 p.display()
