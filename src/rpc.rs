@@ -126,6 +126,17 @@ impl Rpc {
         self.server.send(line, Instant::now() + WRITE_WAIT) == SendOutcome::Sent
     }
 
+    /// Sends a request without waiting; returns its id, or `None` if it could not be sent.
+    pub fn request_nowait(&mut self, method: &str, params: Option<Value>) -> Option<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut msg = json!({"jsonrpc": "2.0", "id": id, "method": method});
+        if let Some(p) = params {
+            msg["params"] = p;
+        }
+        (self.write(&msg) == SendOutcome::Sent).then(|| Value::from(id))
+    }
+
     /// Sends a request and waits for its reply.
     pub fn request(
         &mut self,

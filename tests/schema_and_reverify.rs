@@ -14,21 +14,6 @@ use serde_json::{Value, json};
 
 const MANIFEST_DIR: &str = env!("CARGO_MANIFEST_DIR");
 
-/// The verifier venv's python. Fails the test with the command to run when it is missing.
-fn verifier_python() -> PathBuf {
-    let dir = std::env::var_os("MCP_WITNESS_REFERENCE_DIR")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(MANIFEST_DIR).join("target").join("reference-servers"));
-    let python = dir.join("verifier-venv").join("bin").join("python");
-    assert!(
-        python.exists(),
-        "the Python re-verifier's venv is not installed at {}: run tests/setup/install-verifier-tools (tests/run does)",
-        python.parent().unwrap().parent().unwrap().display()
-    );
-    python
-}
-
 /// Runs `reverify.py <args>`; returns its exit code and stdout.
 fn reverify(args: &[&str]) -> (i32, String) {
     let out = Command::new(verifier_python())

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub use model::{CheckReport, CheckResult, Counts, Severity, Status};
-pub use session::{Ctx, Listing, SideRun};
+pub use session::{Ctx, Listing, Probed, SideRun};
 
 use crate::framing::DEFAULT_MAX_LINE;
 use crate::probe::EraChoice;

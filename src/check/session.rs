@@ -35,6 +35,15 @@ pub struct Listing {
     pub problem: Option<String>,
 }
 
+/// What became of a raw line sent by `probe_line`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Probed {
+    Reply(Reply),
+    /// No reply to it, though the server answered the request sent after it.
+    Ignored,
+    NoReply(NoReply),
+}
+
 /// A fresh process that was sent one `initialize`.
 #[derive(Debug, Clone)]
 pub struct SideRun {
@@ -414,6 +423,52 @@ impl<'o> Ctx<'o> {
         match self.rpc.as_mut() {
             Some(rpc) => rpc.request(method, params, timeout),
             None => Err(NoReply::Exited),
+        }
+    }
+
+    /// Writes a raw line, then a harmless request behind it, and waits for a reply `accept`
+    /// takes. A server answers in order, so when the later request's reply comes first (plus
+    /// a short grace), the raw line got no reply: this costs a round trip, not a timeout.
+    pub fn probe_line(&mut self, line: &[u8], accept: &dyn Fn(Option<&Value>) -> bool) -> Probed {
+        let timeout = self.opts.timeout;
+        let sentinel = if self.era == "modern" {
+            let version = self.protocol_version.clone().unwrap_or_default();
+            ("tools/list", Some(json!({"_meta": modern_meta(&version)})))
+        } else {
+            ("ping", None)
+        };
+        let Some(rpc) = self.rpc.as_mut() else {
+            return Probed::NoReply(NoReply::Exited);
+        };
+        if !rpc.send_raw(line) {
+            return Probed::NoReply(NoReply::StdinClosed);
+        }
+        let Some(sid) = rpc.request_nowait(sentinel.0, sentinel.1) else {
+            return Probed::NoReply(NoReply::StdinClosed);
+        };
+        let hit = std::cell::Cell::new(false);
+        let first = rpc.wait_reply(
+            &|id| {
+                if id == Some(&sid) {
+                    hit.set(true);
+                    true
+                } else {
+                    accept(id)
+                }
+            },
+            timeout,
+        );
+        match first {
+            Ok(reply) if !hit.get() => {
+                // Drain the sentinel's reply so it is not counted as unmatched later.
+                let _ = rpc.wait_for(&sid, timeout);
+                Probed::Reply(reply)
+            }
+            Ok(_) => match rpc.wait_reply(accept, Duration::from_millis(150)) {
+                Ok(reply) => Probed::Reply(reply),
+                Err(_) => Probed::Ignored,
+            },
+            Err(e) => Probed::NoReply(e),
         }
     }
 

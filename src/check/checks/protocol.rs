@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::Outcome;
-use crate::check::session::{Ctx, describe};
+use crate::check::session::{Ctx, Probed, describe};
 use crate::probe::handshake::{modern_meta, truncate};
 use crate::probe::{LEGACY_VERSIONS, MODERN_VERSIONS};
 use crate::rpc::Reply;
@@ -105,34 +105,43 @@ pub fn unknown_method(ctx: &mut Ctx<'_>) -> Outcome {
     }
 }
 
+/// Grades the reply to a deliberately broken line: the right error code passes; another
+/// code or no reply at all (the official TypeScript and Python SDKs drop such lines) is a
+/// warning, since clients never send them; a success result fails.
+fn grade_broken_line(
+    ctx: &mut Ctx<'_>,
+    line: &[u8],
+    want: i64,
+    what: &str,
+    accept: &dyn Fn(Option<&Value>) -> bool,
+) -> Outcome {
+    let payload = String::from_utf8_lossy(line).into_owned();
+    match ctx.probe_line(line, accept) {
+        Probed::Reply(Reply::Error { code, .. }) if code == want => Outcome::pass(format!("error {want}")),
+        Probed::Reply(Reply::Error { code, .. }) => {
+            Outcome::warn(format!("{what} got error {code}, not {want}")).with(payload)
+        }
+        Probed::Reply(_) => Outcome::fail(format!("{what} got a result, not error {want}")).with(payload),
+        Probed::Ignored => Outcome::warn(format!(
+            "{what} got no reply (JSON-RPC 2.0 requires error {want}); the server answered the next request"
+        ))
+        .with(payload),
+        Probed::NoReply(e) => Outcome::fail(format!("{what} {}", describe(&Err(e)))).with(payload),
+    }
+}
+
 pub fn parse_error(ctx: &mut Ctx<'_>) -> Outcome {
     let line = br#"{"jsonrpc": "2.0", "id": 1, "method": "#;
-    let reply = ctx.send_raw_and_wait(line, &|id| id.is_none_or(Value::is_null));
-    match reply {
-        Ok(Reply::Error { code: -32700, .. }) => Outcome::pass("error -32700"),
-        Ok(Reply::Error { code, .. }) => {
-            Outcome::fail(format!("a truncated JSON line got error {code}, not -32700"))
-                .with(String::from_utf8_lossy(line))
-        }
-        other => Outcome::fail(format!("a truncated JSON line {}", describe(&other)))
-            .with(String::from_utf8_lossy(line)),
-    }
+    grade_broken_line(ctx, line, -32700, "a truncated JSON line", &|id| {
+        id.is_none_or(Value::is_null)
+    })
 }
 
 pub fn invalid_request(ctx: &mut Ctx<'_>) -> Outcome {
     let line = br#"{"jsonrpc":"2.0","id":"mcpw-invalid-1","method":42}"#;
-    let reply = ctx.send_raw_and_wait(line, &|id| {
+    grade_broken_line(ctx, line, -32600, "a request with a non-string method", &|id| {
         id.is_none_or(|v| v.is_null() || v == "mcpw-invalid-1")
-    });
-    match reply {
-        Ok(Reply::Error { code: -32600, .. }) => Outcome::pass("error -32600"),
-        Ok(Reply::Error { code, .. }) => {
-            Outcome::warn(format!("a non-string method got error {code}, not -32600"))
-                .with(String::from_utf8_lossy(line))
-        }
-        other => Outcome::fail(format!("a request with a non-string method {}", describe(&other)))
-            .with(String::from_utf8_lossy(line)),
-    }
+    })
 }
 
 pub fn ping(ctx: &mut Ctx<'_>) -> Outcome {

@@ -1,0 +1,321 @@
+//! `check` against the fixture server: a clean server has no findings, the deliberately bad
+//! one has every finding the suite knows, and the reports parse back.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::*;
+use serde_json::Value;
+
+/// Runs `check --json` and returns (exit code, report, stderr).
+fn check(b: &Bench, extra: &[&str], behaviour: &[&str]) -> (i32, Value, String) {
+    let ev = b.evidence.to_str().unwrap().to_string();
+    let mut args = vec!["check", "--json", "-e", &ev];
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.push(FIXTURE);
+    args.extend_from_slice(behaviour);
+    let run = b.run(&args);
+    let report =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", run.stdout, run.stderr));
+    (run.code, report, run.stderr)
+}
+
+fn statuses(report: &Value) -> BTreeMap<String, String> {
+    report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap().to_string(),
+                r["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_clean_server_has_no_findings() {
+    let b = Bench::new("check-clean");
+    let (code, report, stderr) = check(&b, &[], &["correct"]);
+    assert_eq!(code, 0, "{report:#}");
+    let findings: Vec<_> = statuses(&report)
+        .into_iter()
+        .filter(|(_, s)| s == "warn" || s == "fail")
+        .collect();
+    assert!(findings.is_empty(), "{findings:?}");
+    assert_eq!(report["counts"]["fail"], 0);
+    assert!(stderr.contains("recorded:"), "{stderr}");
+    let block = b.last_block();
+    assert_eq!(block["kind"], "check");
+    assert_eq!(block["counts"], report["counts"]);
+    assert_eq!(b.run(&["verify", b.evidence.to_str().unwrap()]).code, 0);
+}
+
+#[test]
+fn the_bad_server_has_every_finding() {
+    let b = Bench::new("check-bad");
+    let (code, report, _) = check(
+        &b,
+        &[
+            "--timeout",
+            "3",
+            "--safe-tool",
+            "shape_bad",
+            "--safe-tool",
+            "big_result",
+        ],
+        &["bad"],
+    );
+    assert_eq!(code, 1);
+    let got = statuses(&report);
+    let expected = [
+        ("protocol.handshake.serverinfo", "warn"),
+        ("protocol.capabilities.resources", "fail"),
+        ("protocol.capabilities.prompts", "fail"),
+        ("protocol.unknown_method", "fail"),
+        ("protocol.parse_error", "warn"),
+        ("protocol.invalid_request", "warn"),
+        ("protocol.ping", "warn"),
+        ("protocol.version_negotiation.unknown", "fail"),
+        ("protocol.version_negotiation.older", "fail"),
+        ("pagination.tools", "fail"),
+        ("pagination.prompts", "fail"),
+        ("schema.tool_name.missing", "fail"),
+        ("schema.tool_name.format", "warn"),
+        ("schema.tool_name.duplicate", "fail"),
+        ("schema.tool_name.host_compat", "warn"),
+        ("schema.tool_description.missing", "warn"),
+        ("schema.tool_description.placeholder", "fail"),
+        ("schema.tool_description.short", "warn"),
+        ("schema.input_schema.malformed", "fail"),
+        ("schema.input_schema.root_type", "fail"),
+        ("schema.input_schema.orphan_required", "fail"),
+        ("schema.input_schema.undescribed_params", "warn"),
+        ("schema.output_schema", "fail"),
+        ("schema.annotations", "fail"),
+        ("schema.context_weight", "fail"),
+        ("schema.tool_count", "warn"),
+        ("robustness.unknown_tool", "fail"),
+        ("robustness.missing_required", "fail"),
+        ("robustness.wrong_types", "warn"),
+        ("robustness.result_shape", "fail"),
+        ("robustness.result_size", "fail"),
+        ("robustness.malformed_input", "fail"),
+        ("hygiene.stdout_purity", "fail"),
+        ("hygiene.framing", "warn"),
+        ("hygiene.stderr", "warn"),
+        ("hygiene.survival", "fail"),
+    ];
+    for (id, status) in expected {
+        assert_eq!(
+            got.get(id).map(String::as_str),
+            Some(status),
+            "{id}: {:#}",
+            report["results"]
+        );
+    }
+    let purity = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "hygiene.stdout_purity")
+        .unwrap();
+    assert!(
+        purity["payload"].as_str().unwrap().contains("npm chatter"),
+        "{purity}"
+    );
+}
+
+#[test]
+fn handshake_defects_are_reported_and_a_silent_server_could_not_run() {
+    let b = Bench::new("check-handshake");
+    let (code, report, _) = check(&b, &[], &["bad-init"]);
+    assert_eq!(code, 1);
+    let got = statuses(&report);
+    assert_eq!(got["protocol.handshake.version"], "fail");
+    assert_eq!(got["protocol.handshake.serverinfo"], "fail");
+
+    let (code, report, _) = check(&b, &["--timeout", "0.3"], &["silent"]);
+    assert_eq!(code, 2, "{report:#}");
+    assert!(report["could_not_run"].as_str().unwrap().contains("no reply"));
+    assert_eq!(statuses(&report)["robustness.unknown_tool"], "skip");
+}
+
+#[test]
+fn the_modern_era_checks_run_against_a_modern_server() {
+    let b = Bench::new("check-modern");
+    let (code, report, _) = check(&b, &["--era", "modern"], &["modern"]);
+    assert_eq!(code, 0, "{report:#}");
+    let got = statuses(&report);
+    for id in [
+        "protocol.modern.discover",
+        "protocol.modern.bad_version",
+        "protocol.modern.missing_meta",
+    ] {
+        assert_eq!(got[id], "pass", "{id}");
+    }
+    assert_eq!(report["era"], "modern");
+}
+
+#[test]
+fn shutdown_is_graded_by_what_ended_the_server() {
+    let b = Bench::new("check-shutdown");
+    let (code, report, _) = check(&b, &["--only", "hygiene.shutdown"], &["stubborn"]);
+    assert_eq!(code, 1);
+    assert_eq!(statuses(&report)["hygiene.shutdown"], "fail");
+    let (code, report, _) = check(&b, &["--only", "hygiene.shutdown"], &["ignore-eof"]);
+    assert_eq!(code, 0, "a warning is not a failure without --strict");
+    assert_eq!(statuses(&report)["hygiene.shutdown"], "warn");
+    let (code, _, _) = check(&b, &["--only", "hygiene.shutdown", "--strict"], &["grandchild"]);
+    assert_eq!(
+        code, 1,
+        "leaving its grandchild behind is a warning, a failure under --strict"
+    );
+}
+
+#[test]
+fn only_and_skip_select_an_id_and_everything_below_it() {
+    let b = Bench::new("check-select");
+    let (_, report, _) = check(&b, &["--only", "schema.tool_name", "--no-record"], &["correct"]);
+    let ids: Vec<String> = statuses(&report).into_keys().collect();
+    assert_eq!(ids.len(), 4, "{ids:?}");
+    assert!(ids.iter().all(|id| id.starts_with("schema.tool_name.")));
+    let (_, report, _) = check(
+        &b,
+        &["--skip", "robustness", "--skip", "protocol", "--no-record"],
+        &["correct"],
+    );
+    assert!(
+        statuses(&report)
+            .keys()
+            .all(|id| !id.starts_with("robustness") && !id.starts_with("protocol"))
+    );
+    let run = b.run(&["check", "--only", "nonsense", "--", FIXTURE, "correct"]);
+    assert_eq!(run.code, 2);
+}
+
+#[test]
+fn json_junit_and_sarif_reports_parse_back() {
+    let b = Bench::new("check-reports");
+    let (junit, sarif, markdown, json) = (
+        b.dir.join("r.xml"),
+        b.dir.join("r.sarif"),
+        b.dir.join("r.md"),
+        b.dir.join("r.json"),
+    );
+    let run = b.run(&[
+        "check",
+        "--json",
+        "--no-record",
+        "--junit",
+        junit.to_str().unwrap(),
+        "--sarif",
+        sarif.to_str().unwrap(),
+        "--markdown",
+        markdown.to_str().unwrap(),
+        "--",
+        FIXTURE,
+        "bad",
+    ]);
+    assert_eq!(run.code, 1);
+    std::fs::write(&json, &run.stdout).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sarif_schema =
+        reference_dir().join("node/node_modules/@microsoft/jest-sarif/lib/schemas/sarif-2.1.0-rtm.5.json");
+    let out = std::process::Command::new(verifier_python())
+        .arg(root.join("tests/validate_reports.py"))
+        .args(["--json", json.to_str().unwrap()])
+        .args([
+            "--json-schema",
+            root.join("schemas/check-report.schema.json").to_str().unwrap(),
+        ])
+        .args([
+            "--junit",
+            junit.to_str().unwrap(),
+            "--sarif",
+            sarif.to_str().unwrap(),
+        ])
+        .args(["--sarif-schema", sarif_schema.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = std::fs::read_to_string(&markdown).unwrap();
+    assert!(
+        md.contains("## schema") && md.contains("`schema.annotations`"),
+        "{md}"
+    );
+}
+
+#[test]
+fn github_annotations_and_the_job_summary() {
+    let b = Bench::new("check-github");
+    let summary = b.dir.join("summary.md");
+    let out = std::process::Command::new(WITNESS)
+        .args([
+            "check",
+            "--github",
+            "--no-record",
+            "--only",
+            "schema",
+            "--",
+            FIXTURE,
+            "bad",
+        ])
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("::error title=schema.annotations::"), "{stdout}");
+    assert!(stdout.contains("::warning title=schema.tool_count::"), "{stdout}");
+    assert!(
+        std::fs::read_to_string(summary)
+            .unwrap()
+            .contains("# mcp-witness check")
+    );
+}
+
+#[test]
+fn diff_names_what_changed_between_the_two_latest_blocks_of_a_target() {
+    let b = Bench::new("diff");
+    let mode = b.dir.join("mode");
+    let script = b.dir.join("server.sh");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nexec {FIXTURE} \"$(cat {})\"\n", mode.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ev = b.evidence.to_str().unwrap();
+    let probe = |behaviour: &str| {
+        std::fs::write(&mode, behaviour).unwrap();
+        b.run(&["probe", "-e", ev, "--", script.to_str().unwrap()]).code
+    };
+    assert_eq!(probe("correct"), 0);
+    assert_eq!(probe("correct"), 0);
+    let run = b.run(&["diff", ev]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("unchanged"));
+    assert_eq!(probe("paginated"), 0);
+    let run = b.run(&["diff", ev]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout
+            .contains("tools added: reverse, uppercase, lowercase, length"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        b.run(&["diff", b.dir.join("none.jsonl").to_str().unwrap()]).code,
+        2
+    );
+}
