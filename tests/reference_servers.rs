@@ -148,3 +148,108 @@ fn the_committed_regression_evidence_verifies_and_still_matches_the_servers() {
     );
     assert_eq!(latest("mcp-time"), tool_names_by_hand(&time_server(&dir)));
 }
+
+fn filesystem(dir: &Path) -> Vec<String> {
+    vec![
+        "node".into(),
+        dir.join("node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
+            .display()
+            .to_string(),
+        dir.join("scratch/fs").display().to_string(),
+    ]
+}
+
+/// Runs `check --json` and compares its findings with the accepted list: nothing else may be
+/// found, and every accepted finding must still occur.
+fn check_against_accepted(label: &str, extra: &[&str], argv: &[String], server: &str) {
+    let b = Bench::new(label);
+    let ev = b.evidence.to_str().unwrap().to_string();
+    let mut args: Vec<&str> = vec!["check", "--json", "-e", &ev];
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.extend(argv.iter().map(String::as_str));
+    let run = b.run(&args);
+    let report: Value =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", run.stdout, run.stderr));
+    assert_eq!(report["server"]["name"], server);
+    let accepted: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/accepted-findings.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let accepted = accepted["servers"][server]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let findings: Vec<(String, String)> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] == "warn" || r["status"] == "fail")
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap().to_string(),
+                r["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    for (id, status) in &findings {
+        let ok = accepted.get(id).is_some_and(|a| a["status"] == status.as_str());
+        let result = report["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id.as_str())
+            .unwrap();
+        assert!(
+            ok,
+            "{server}: finding {id} ({status}) is not in tests/accepted-findings.json: {result:#}"
+        );
+    }
+    for id in accepted.keys() {
+        assert!(
+            findings.iter().any(|(f, _)| f == id),
+            "{server}: accepted finding {id} no longer occurs: remove it"
+        );
+    }
+    assert_eq!(
+        run.code,
+        if findings.iter().any(|(_, s)| s == "fail") {
+            1
+        } else {
+            0
+        }
+    );
+    assert_eq!(b.last_block()["kind"], "check");
+}
+
+#[test]
+fn check_finds_only_accepted_findings_on_server_everything() {
+    check_against_accepted(
+        "check-everything",
+        &[],
+        &everything(&reference_dir()),
+        "mcp-servers/everything",
+    );
+}
+
+#[test]
+fn check_finds_only_accepted_findings_on_server_filesystem() {
+    check_against_accepted(
+        "check-filesystem",
+        &[],
+        &filesystem(&reference_dir()),
+        "secure-filesystem-server",
+    );
+}
+
+#[test]
+fn check_finds_only_accepted_findings_on_mcp_server_time_in_both_eras() {
+    check_against_accepted("check-time", &[], &time_server(&reference_dir()), "mcp-time");
+    check_against_accepted(
+        "check-time-auto",
+        &["--era", "auto"],
+        &time_server(&reference_dir()),
+        "mcp-time",
+    );
+}

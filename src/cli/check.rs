@@ -54,6 +54,9 @@ pub struct CheckArgs {
     /// Allow calling this tool with valid arguments (repeatable).
     #[arg(long, value_name = "NAME")]
     safe_tool: Vec<String>,
+    /// Append only if the results differ from the latest check block of the same target.
+    #[arg(long, conflicts_with = "no_record")]
+    if_changed: bool,
 }
 
 pub fn run(args: CheckArgs) -> u8 {
@@ -122,7 +125,7 @@ pub fn run(args: CheckArgs) -> u8 {
             }
         }
     }
-    match recorder.record(record::block_body(&report), false) {
+    match recorder.record(record::block_body(&report), args.if_changed) {
         Ok(Recorded::Off) => {}
         Ok(Recorded::Appended { seq, hash, .. }) => {
             let msg = format!("recorded: {} seq {seq} head {hash}", recorder.path().display());
