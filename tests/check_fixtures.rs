@@ -319,3 +319,42 @@ fn diff_names_what_changed_between_the_two_latest_blocks_of_a_target() {
         2
     );
 }
+
+#[test]
+fn the_github_action_check_step_sets_its_outputs() {
+    // Runs the action's check step as GitHub would, with the binary the build step would install.
+    let b = Bench::new("action");
+    let action = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("action.yml")).unwrap();
+    let step = action.split("id: check").nth(1).expect("a step with id check");
+    let script: String = step
+        .split("      run: |\n")
+        .nth(1)
+        .expect("the step's run block")
+        .lines()
+        .map(|l| l.strip_prefix("        ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let bin = b.dir.join("mcp-witness/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(WITNESS, bin.join("mcp-witness")).unwrap();
+    let output = b.dir.join("github-output");
+    let out = std::process::Command::new("bash")
+        .args(["-e", "-c", &script])
+        .env("RUNNER_TEMP", b.dir.path())
+        .env("GITHUB_OUTPUT", &output)
+        .env("MCP_WITNESS_COMMAND", format!("{FIXTURE} bad"))
+        .env("MCP_WITNESS_ARGS", "--only schema")
+        .env("MCP_WITNESS_STRICT", "false")
+        .env("MCP_WITNESS_KEY", b.dir.join("key"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("::error title=schema."), "{stdout}");
+    let outputs = std::fs::read_to_string(&output).unwrap();
+    assert!(outputs.contains("failures=9\n"), "{outputs}");
+    assert!(outputs.contains("warnings=6\n"), "{outputs}");
+    let report_line = outputs.lines().find(|l| l.starts_with("report=")).unwrap();
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report_line[7..]).unwrap()).unwrap();
+    assert_eq!(report["counts"]["fail"], 9);
+}
