@@ -348,7 +348,12 @@ fn the_github_action_check_step_sets_its_outputs() {
         .env("MCP_WITNESS_KEY", b.dir.join("key"))
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("::error title=schema."), "{stdout}");
     let outputs = std::fs::read_to_string(&output).unwrap();

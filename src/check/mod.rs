@@ -67,6 +67,13 @@ impl CheckOptions {
         (self.only.is_empty() || self.only.iter().any(under)) && !self.skip.iter().any(under)
     }
 
+    /// Whether any selected check is `prefix` or below it.
+    pub fn any_selected(&self, prefix: &str) -> bool {
+        checks::ALL
+            .iter()
+            .any(|c| (c.id == prefix || c.id.starts_with(&format!("{prefix}."))) && self.selected(c.id))
+    }
+
     /// Whether calling `tool` with valid arguments was allowed.
     pub fn may_call(&self, tool: &str) -> bool {
         self.call_tools || self.safe_tools.iter().any(|t| t == tool)

@@ -316,6 +316,7 @@ impl<'o> Ctx<'o> {
         ] {
             let declared = caps.get(cap).is_some();
             let wanted = match cap {
+                // Hygiene grades the session too, but needs no list.
                 "tools" => [
                     "protocol.capabilities.tools",
                     "pagination.tools",
@@ -323,10 +324,10 @@ impl<'o> Ctx<'o> {
                     "robustness",
                 ]
                 .iter()
-                .any(|id| self.opts.selected(id)),
+                .any(|id| self.opts.any_selected(id)),
                 other => {
-                    self.opts.selected(&format!("protocol.capabilities.{other}"))
-                        || self.opts.selected(&format!("pagination.{other}"))
+                    self.opts.any_selected(&format!("protocol.capabilities.{other}"))
+                        || self.opts.any_selected(&format!("pagination.{other}"))
                 }
             };
             let mut listing = if declared && wanted {

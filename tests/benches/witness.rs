@@ -5,6 +5,8 @@
 //! 2. verify of a 100,000-block file, against a bare loop of `verify_strict` over the same
 //!    signatures on all cores; and verify's peak memory.
 //! 3. append to a 100,000-block file, against append to a 1-block file.
+//! 4. `check` (the whole suite) against one `probe`, of the instant fixture and of
+//!    server-everything.
 //!
 //! `MCP_WITNESS_BENCH_BLOCKS` changes the 100,000; `MCP_WITNESS_BENCH_RUNS` the repetitions;
 //! `MCP_WITNESS_BENCH_KEEP=1` keeps the generated files for a closer look.
@@ -62,6 +64,7 @@ fn main() {
     probe_overhead(&dir, runs);
     let (big, key) = verify_vs_bare(&dir, blocks);
     append_cost(&dir, &big, &key, runs.max(20));
+    check_vs_probe(&dir, env_usize("MCP_WITNESS_BENCH_CHECK_RUNS", 7));
     if std::env::var_os("MCP_WITNESS_BENCH_KEEP").is_some() {
         println!("   (kept {})", dir.display());
     } else {
@@ -275,6 +278,55 @@ fn verify_vs_bare(dir: &Path, blocks: usize) -> (PathBuf, SigningKey) {
         peak_kb as f64 / 1024.0
     );
     (path, key)
+}
+
+/// 4. the whole check suite against one probe of the same server.
+fn check_vs_probe(dir: &Path, runs: usize) {
+    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/reference-servers");
+    let everything =
+        reference.join("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let mut servers: Vec<(&str, Vec<String>)> =
+        vec![("instant fixture", vec![FIXTURE.into(), "correct".into()])];
+    if everything.exists() {
+        servers.push((
+            "server-everything",
+            vec!["node".into(), everything.display().to_string(), "stdio".into()],
+        ));
+    } else {
+        println!("   (server-everything not installed: run tests/setup/install-reference-servers)");
+    }
+    let key = dir.join("check.key");
+    for (label, argv) in servers {
+        let time = |verb: &str| {
+            let start = Instant::now();
+            let status = Command::new(WITNESS)
+                .arg(verb)
+                .args(["--no-record", "--key", key.to_str().unwrap(), "--"])
+                .args(&argv)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(
+                status.code().is_some_and(|c| c <= 1),
+                "{verb} of {label} could not run"
+            );
+            start.elapsed()
+        };
+        time("probe");
+        let (mut p, mut c) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            p.push(time("probe"));
+            c.push(time("check"));
+        }
+        let (p, c) = (median(p), median(c));
+        println!(
+            "4. check of {label}: one probe {:.0} ms | whole check suite {:.0} ms | ratio {:.2} (target <= 2.5 on server-everything)",
+            ms(p),
+            ms(c),
+            ms(c) / ms(p)
+        );
+    }
 }
 
 /// 3. append cost must not grow with the file.

@@ -3,8 +3,6 @@
 //! wrong types); with `--call-tools` or `--safe-tool`, allowed tools are called with `{}`
 //! when they require nothing, to grade their results.
 
-use std::time::Duration;
-
 use serde_json::{Map, Value, json};
 
 use super::Outcome;
@@ -277,30 +275,32 @@ pub fn malformed_input(ctx: &mut Ctx<'_>) -> Outcome {
         for line in lines {
             rpc.send_raw(line);
         }
-        // Replies to these are allowed and ignored; a short wait lets a crash show.
-        let _ = rpc.wait_reply(&|_| false, Duration::from_millis(300));
     }
-    if !ctx.alive() {
-        let payload = lines
-            .iter()
-            .map(|l| String::from_utf8_lossy(l))
-            .collect::<Vec<_>>()
-            .join("\n");
-        return Outcome::fail("the server exited after malformed input").with(payload);
-    }
+    // Replies to those are allowed and ignored; the request after them shows whether the
+    // server is still there and still answering (a crash ends the wait at once).
     let reply = if ctx.tools.declared {
         ctx.request("tools/list", None)
     } else {
         ctx.request("ping", None)
     };
+    let payload = lines
+        .iter()
+        .map(|l| String::from_utf8_lossy(l))
+        .collect::<Vec<_>>()
+        .join("\n");
     match reply {
         Ok(Reply::Result(_)) => Outcome::pass("still answering after three malformed lines"),
         Ok(Reply::Error { code, .. }) => Outcome::warn(format!(
             "after malformed input, the next request got error {code}"
-        )),
+        ))
+        .with(payload),
+        Err(NoReply::Exited | NoReply::StdoutClosed | NoReply::StdinClosed) => {
+            Outcome::fail("the server exited after malformed input").with(payload)
+        }
         other => Outcome::fail(format!(
             "after malformed input, the next request {}",
             describe(&other)
-        )),
+        ))
+        .with(payload),
     }
 }
