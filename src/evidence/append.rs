@@ -207,9 +207,9 @@ pub fn append(
         },
     };
     let sealed = block::seal(body, &link, key);
-    // Never write a block that verify would refuse (a hostile value, or a bug): check it
-    // exactly as verify will.
-    if let Err(error) = block::check_line(&sealed.line[..sealed.line.len() - 1]) {
+    // Never write a block that verify would refuse (a hostile value, or a bug): check its
+    // content as verify will (its signature is ours, right by construction).
+    if let Err(error) = block::check_line_content(&sealed.line[..sealed.line.len() - 1]) {
         return Err(AppendError::Unverifiable(error));
     }
     (&file).write_all(&sealed.line).map_err(io_err)?;

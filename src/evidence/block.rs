@@ -166,6 +166,16 @@ pub fn check_line(line: &[u8]) -> Result<Checked, BlockError> {
 
 /// `check_line`, reusing decoded keys across lines.
 pub fn check_line_with(line: &[u8], cache: &mut KeyCache) -> Result<Checked, BlockError> {
+    check(line, cache, true)
+}
+
+/// Everything `check_line` checks but the signature: for a block just sealed here, whose
+/// signature is right by construction but whose content came from a server.
+pub fn check_line_content(line: &[u8]) -> Result<Checked, BlockError> {
+    check(line, &mut KeyCache::default(), false)
+}
+
+fn check(line: &[u8], cache: &mut KeyCache, signature: bool) -> Result<Checked, BlockError> {
     if line.len() > MAX_LINE {
         return Err(BlockError::TooLong(line.len()));
     }
@@ -248,7 +258,7 @@ pub fn check_line_with(line: &[u8], cache: &mut KeyCache) -> Result<Checked, Blo
     if hex::decode_exact::<32>(&hash) != Some(digest) {
         return Err(BlockError::HashMismatch);
     }
-    if key.verify_strict(&digest, &Signature::from_bytes(&sig)).is_err() {
+    if signature && key.verify_strict(&digest, &Signature::from_bytes(&sig)).is_err() {
         return Err(BlockError::BadSignature);
     }
     Ok(Checked {

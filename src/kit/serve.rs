@@ -1,0 +1,301 @@
+//! `serve`: an instrumented stdio MCP server (legacy handshake era). Every line in both
+//! directions goes to a JSON-lines log as it happens, one write per entry, so a SIGTERM or
+//! SIGINT loses nothing already exchanged.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::{Domain, STATUS_TOOL};
+use crate::framing::{self, Frame, LineKind, Splitter};
+
+/// Log file name when neither `--log` nor `MCP_WITNESS_LOG` says otherwise.
+pub const DEFAULT_LOG: &str = "mcp-witness-serve.jsonl";
+/// The environment variable naming the log (clients launch servers from their own config).
+pub const LOG_ENV: &str = "MCP_WITNESS_LOG";
+pub const SERVER_NAME: &str = "mcp-witness-serve";
+/// Legacy versions echoed when requested; anything else gets the latest.
+const KNOWN_VERSIONS: &[&str] = crate::probe::LEGACY_VERSIONS;
+const LATEST: &str = "2025-11-25";
+const MAX_LINE: usize = 16 << 20;
+
+/// The log path: `--log`, else `MCP_WITNESS_LOG`, else the default in the current folder.
+pub fn log_path(flag: Option<PathBuf>) -> PathBuf {
+    flag.or_else(|| {
+        std::env::var_os(LOG_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    })
+    .unwrap_or_else(|| PathBuf::from(DEFAULT_LOG))
+}
+
+/// The JSON-lines log. Entries are appended (a client that restarts the server keeps one
+/// log); each is one `write` of a whole line, with no buffering in this process.
+pub struct Log {
+    file: File,
+}
+
+impl Log {
+    pub fn open(path: &Path) -> io::Result<Log> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        Ok(Log { file })
+    }
+
+    /// Writes one entry for a line seen in direction `dir` (`in` or `out`).
+    pub fn line(&mut self, dir: &str, line: &[u8]) {
+        let ts = crate::clock::now().rfc3339;
+        let entry = match framing::decode(line).kind {
+            LineKind::Object(body) => match serde_json::from_slice::<Value>(body) {
+                Ok(msg) => json!({"ts": ts, "dir": dir, "msg": msg}),
+                Err(_) => json!({"ts": ts, "dir": dir, "raw": String::from_utf8_lossy(line)}),
+            },
+            LineKind::Noise(_) => json!({"ts": ts, "dir": dir, "raw": String::from_utf8_lossy(line)}),
+        };
+        let mut text = serde_json::to_vec(&entry).expect("serializing a Value cannot fail");
+        text.push(b'\n');
+        let _ = self.file.write_all(&text);
+        let _ = self.file.flush();
+    }
+}
+
+/// Which set each domain is in.
+#[derive(Debug, Default, Clone, Copy)]
+struct State {
+    mutated: [bool; 3],
+}
+
+fn index(d: Domain) -> usize {
+    match d {
+        Domain::Tools => 0,
+        Domain::Resources => 1,
+        Domain::Prompts => 2,
+    }
+}
+
+impl State {
+    fn mutated(&self, d: Domain) -> bool {
+        self.mutated[index(d)]
+    }
+
+    /// The current item of a domain.
+    fn current(&self, d: Domain) -> &'static str {
+        if self.mutated(d) { d.beta() } else { d.alpha() }
+    }
+
+    fn status(&self) -> Value {
+        let s = |d: Domain| if self.mutated(d) { "beta" } else { "alpha" };
+        json!({"tools": s(Domain::Tools), "resources": s(Domain::Resources), "prompts": s(Domain::Prompts)})
+    }
+}
+
+/// The server: state plus where its lines go.
+pub struct Serve<W: Write> {
+    state: State,
+    log: Log,
+    out: W,
+}
+
+impl<W: Write> Serve<W> {
+    pub fn new(log: Log, out: W) -> Self {
+        Serve {
+            state: State::default(),
+            log,
+            out,
+        }
+    }
+
+    /// Writes one message to the client, logging it first.
+    fn send(&mut self, msg: Value) -> io::Result<()> {
+        let mut line = serde_json::to_vec(&msg).expect("serializing a Value cannot fail");
+        self.log.line("out", &line);
+        line.push(b'\n');
+        self.out.write_all(&line)?;
+        self.out.flush()
+    }
+
+    /// Handles one line from the client.
+    pub fn on_line(&mut self, line: &[u8]) -> io::Result<()> {
+        self.log.line("in", line);
+        let body = match framing::decode(line).kind {
+            LineKind::Object(body) => body,
+            LineKind::Noise(framing::Noise::Blank) => return Ok(()),
+            LineKind::Noise(_) => {
+                return self.send(json!({"jsonrpc": "2.0", "id": null,
+                    "error": {"code": -32700, "message": "Parse error"}}));
+            }
+        };
+        let Ok(msg) = serde_json::from_slice::<Value>(body) else {
+            return Ok(());
+        };
+        let Some(method) = msg.get("method").and_then(Value::as_str) else {
+            // A response from the client: nothing to do.
+            return Ok(());
+        };
+        let id = match msg.get("id") {
+            Some(id) if !id.is_null() => id.clone(),
+            _ => return Ok(()), // a notification
+        };
+        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        let (reply, notify) = self.handle(method, &params);
+        let mut out = json!({"jsonrpc": "2.0", "id": id});
+        match reply {
+            Ok(result) => out["result"] = result,
+            Err((code, message)) => out["error"] = json!({"code": code, "message": message}),
+        }
+        self.send(out)?;
+        if let Some(method) = notify {
+            self.send(json!({"jsonrpc": "2.0", "method": method}))?;
+        }
+        Ok(())
+    }
+
+    /// The reply to a request, and the notification to send after it, if any.
+    fn handle(&mut self, method: &str, params: &Value) -> (Result<Value, (i64, String)>, Option<&'static str>) {
+        let text = |s: String| json!({"content": [{"type": "text", "text": s}]});
+        let reply = match method {
+            "initialize" => {
+                let asked = params.get("protocolVersion").and_then(Value::as_str);
+                let version = asked.filter(|v| KNOWN_VERSIONS.contains(v)).unwrap_or(LATEST);
+                Ok(json!({
+                    "protocolVersion": version,
+                    "capabilities": {
+                        "tools": {"listChanged": true},
+                        "resources": {"listChanged": true},
+                        "prompts": {"listChanged": true},
+                    },
+                    "serverInfo": {"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")},
+                    "instructions": "Instrumented server of mcp-witness: every message is logged to test how the client handles list_changed notifications.",
+                }))
+            }
+            "ping" => Ok(json!({})),
+            "tools/list" => Ok(json!({"tools": self.tools()})),
+            "resources/list" => {
+                let uri = self.state.current(Domain::Resources);
+                let name = uri.replace("://", "-");
+                Ok(json!({"resources": [{"uri": uri, "name": name, "mimeType": "text/plain"}]}))
+            }
+            "resources/templates/list" => Ok(json!({"resourceTemplates": []})),
+            "prompts/list" => {
+                let name = self.state.current(Domain::Prompts);
+                let which = if self.state.mutated(Domain::Prompts) { "beta" } else { "alpha" };
+                Ok(json!({"prompts": [{"name": name, "description": format!("The {which} prompt of mcp-witness serve")}]}))
+            }
+            "resources/read" => {
+                let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
+                if uri == self.state.current(Domain::Resources) {
+                    let which = if self.state.mutated(Domain::Resources) { "beta" } else { "alpha" };
+                    Ok(json!({"contents": [{"uri": uri, "mimeType": "text/plain",
+                        "text": format!("I am the {which} resource")}]}))
+                } else {
+                    Err((-32002, format!("Resource not found: {uri}")))
+                }
+            }
+            "prompts/get" => {
+                let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+                if name == self.state.current(Domain::Prompts) {
+                    let which = if self.state.mutated(Domain::Prompts) { "beta" } else { "alpha" };
+                    Ok(json!({"description": format!("The {which} prompt"), "messages": [
+                        {"role": "user", "content": {"type": "text", "text": format!("Tell me about {which}")}}]}))
+                } else {
+                    Err((-32602, format!("Unknown prompt: {name}")))
+                }
+            }
+            "tools/call" => {
+                let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+                let now = crate::clock::now().rfc3339;
+                if name == self.state.current(Domain::Tools) {
+                    let which = if self.state.mutated(Domain::Tools) { "beta" } else { "alpha" };
+                    Ok(text(format!("{which} called at {now}")))
+                } else if name == STATUS_TOOL {
+                    let status = self.state.status();
+                    let mut r = text(status.to_string());
+                    r["structuredContent"] = status;
+                    Ok(r)
+                } else if let Some(d) = Domain::ALL.into_iter().find(|d| d.mutate_tool() == name) {
+                    if self.state.mutated(d) {
+                        let mut r = text(format!("{} already mutated", d.name()));
+                        r["isError"] = Value::Bool(true);
+                        Ok(r)
+                    } else {
+                        self.state.mutated[index(d)] = true;
+                        let r = text(format!(
+                            "{}: removed {}, added {}; sent {}",
+                            d.name(),
+                            d.alpha(),
+                            d.beta(),
+                            d.notification()
+                        ));
+                        return (Ok(r), Some(d.notification()));
+                    }
+                } else {
+                    Err((-32602, format!("Unknown tool: {name}")))
+                }
+            }
+            _ => Err((-32601, format!("Method not found: {method}"))),
+        };
+        (reply, None)
+    }
+
+    fn tools(&self) -> Value {
+        let none = json!({"type": "object", "additionalProperties": false});
+        let probe = self.state.current(Domain::Tools);
+        let which = if self.state.mutated(Domain::Tools) { "beta" } else { "alpha" };
+        let mut tools = vec![json!({"name": probe,
+            "description": format!("Probe tool of the {which} set: says {which} and the time."),
+            "inputSchema": none})];
+        for d in Domain::ALL {
+            tools.push(json!({"name": d.mutate_tool(),
+                "description": format!("Removes the alpha {} item, adds the beta one and sends {}.", d.name(), d.notification()),
+                "inputSchema": none}));
+        }
+        tools.push(json!({"name": STATUS_TOOL,
+            "description": "Which set (alpha or beta) each domain is in, as JSON.",
+            "inputSchema": none}));
+        Value::Array(tools)
+    }
+}
+
+/// Runs the server on this process's stdin and stdout until stdin ends.
+pub fn run(log_path: &Path) -> io::Result<()> {
+    let log = Log::open(log_path)?;
+    let mut serve = Serve::new(log, io::stdout().lock());
+    let mut splitter = Splitter::new(MAX_LINE);
+    let mut stdin = io::stdin().lock();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut result = Ok(());
+    loop {
+        let n = match stdin.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let mut lines = Vec::new();
+        splitter.push(&buf[..n], &mut |f| lines.push(f));
+        for frame in lines {
+            let step = match frame {
+                Frame::Line(line) => serve.on_line(&line),
+                Frame::Oversize(bytes) => {
+                    serve.log.line("in", format!("(line of {bytes} bytes dropped: over the bound)").as_bytes());
+                    Ok(())
+                }
+            };
+            if let Err(e) = step {
+                // stdout is gone: the client hung up.
+                result = if e.kind() == io::ErrorKind::BrokenPipe { Ok(()) } else { Err(e) };
+                return result;
+            }
+        }
+    }
+    if let Some(Frame::Line(line)) = splitter.finish() {
+        result = serve.on_line(&line).or_else(|e| {
+            if e.kind() == io::ErrorKind::BrokenPipe { Ok(()) } else { Err(e) }
+        });
+    }
+    result
+}
