@@ -6,7 +6,7 @@ use sha2::{Digest, Sha256};
 use super::model::CheckReport;
 use crate::evidence::canonical;
 use crate::hex;
-use crate::probe::record::target_id;
+use crate::probe::record::target_json;
 
 /// The block body of a check run.
 pub fn block_body(r: &CheckReport) -> Map<String, Value> {
@@ -35,16 +35,7 @@ pub fn block_body(r: &CheckReport) -> Map<String, Value> {
         "tz": r.stamp.tz,
         "host": r.host,
         "tool": {"name": "mcp-witness", "version": env!("CARGO_PKG_VERSION")},
-        "target": {
-            "id": target_id(t),
-            "command": t.command,
-            "program": t.program,
-            "program_sha256": t.program_sha256,
-            "cwd": t.cwd,
-            "env": t.env_names,
-            "era": t.era,
-            "protocol_version": t.protocol_version,
-        },
+        "target": target_json(t),
         "era": r.era,
         "protocol_version": r.protocol_version,
         "server": server,

@@ -13,7 +13,6 @@ use crate::clock;
 use crate::probe::handshake::{CLIENT_NAME, CLIENT_VERSION, modern_meta, truncate};
 use crate::probe::outcome::{ServerInfo, TargetSeen};
 use crate::probe::{DEFAULT_LEGACY, DEFAULT_MODERN, EraChoice, MAX_PAGES, MODERN_VERSIONS};
-use crate::program;
 use crate::redact::Redactor;
 use crate::rpc::{NoReply, Reply, Rpc};
 use crate::transport::{Server, SpawnSpec, StderrLog, Teardown};
@@ -94,27 +93,14 @@ impl<'o> Ctx<'o> {
         let host = hostname::get()
             .map(|h| h.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let cwd = match &opts.cwd {
-            Some(c) => std::path::absolute(c).unwrap_or_else(|_| c.clone()),
-            None => std::env::current_dir().unwrap_or_else(|_| "/".into()),
-        };
-        let redactor = Redactor::for_run(&opts.command, &opts.env);
-        let mut env_names: Vec<String> = opts.env.iter().map(|(k, _)| k.clone()).collect();
-        env_names.sort();
-        env_names.dedup();
-        let target = TargetSeen {
-            command: redactor.argv(&opts.command),
-            program: None,
-            program_sha256: None,
-            cwd: cwd.display().to_string(),
-            env_names,
-            era: match opts.era {
-                EraChoice::Legacy => "legacy",
-                EraChoice::Modern => "modern",
-                EraChoice::Auto => "auto",
-            },
-            protocol_version: opts.protocol_version.clone(),
-        };
+        let mut prepared = crate::target::prepare(
+            &opts.command,
+            &opts.env,
+            opts.cwd.as_ref(),
+            opts.era,
+            opts.protocol_version.as_ref(),
+        );
+        let launched = prepared.launch(&opts.command, &opts.env, opts.cwd.is_some(), opts.max_line);
         let mut ctx = Ctx {
             opts,
             rpc: None,
@@ -126,45 +112,25 @@ impl<'o> Ctx<'o> {
             resources: Listing::default(),
             prompts: Listing::default(),
             could_not_run: None,
-            redactor,
+            redactor: prepared.redactor,
             teardown: None,
             stderr: None,
             opt_in: None,
             side: Vec::new(),
             side_done: Vec::new(),
             spec: None,
-            target,
+            target: prepared.target,
             stamp,
             host,
             digest: None,
         };
-        let Some(name) = opts.command.first() else {
-            ctx.could_not_run = Some("no server command was given".into());
-            return ctx;
-        };
-        let path_var = opts
-            .env
-            .iter()
-            .rev()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| std::ffi::OsString::from(v))
-            .or_else(|| std::env::var_os("PATH"));
-        match program::resolve(name, &cwd, path_var.as_deref()) {
-            Ok(path) => {
-                ctx.target.program = Some(path.display().to_string());
-                let hashed = path.clone();
-                ctx.digest = Some(std::thread::spawn(move || program::sha256_file(&hashed)));
-                ctx.spec = Some(SpawnSpec {
-                    program: path,
-                    argv0: name.clone(),
-                    args: opts.command[1..].to_vec(),
-                    env: opts.env.clone(),
-                    cwd: opts.cwd.as_ref().map(|_| cwd.clone()),
-                    max_line: opts.max_line,
-                });
+        match launched {
+            Ok(launch) => {
+                ctx.spec = Some(launch.spec);
+                ctx.digest = Some(launch.digest);
             }
             Err(e) => {
-                ctx.could_not_run = Some(format!("cannot start the server: {e}"));
+                ctx.could_not_run = Some(e);
                 return ctx;
             }
         }

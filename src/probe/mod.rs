@@ -15,7 +15,6 @@ use serde_json::Value;
 
 use crate::clock;
 use crate::framing::DEFAULT_MAX_LINE;
-use crate::program;
 use crate::redact::Redactor;
 use crate::rpc::{NoReply, Reply, Rpc};
 use crate::transport::{ExitInfo, Grace, Server, SpawnSpec};
@@ -108,14 +107,13 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
     let host = hostname::get()
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let cwd = match &opts.cwd {
-        Some(c) => std::path::absolute(c).unwrap_or_else(|_| c.clone()),
-        None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
-    };
-    let redactor = Redactor::for_run(&opts.command, &opts.env);
-    let mut env_names: Vec<String> = opts.env.iter().map(|(k, _)| k.clone()).collect();
-    env_names.sort();
-    env_names.dedup();
+    let prepared = crate::target::prepare(
+        &opts.command,
+        &opts.env,
+        opts.cwd.as_ref(),
+        opts.era,
+        opts.protocol_version.as_ref(),
+    );
     let era = match opts.era {
         EraChoice::Modern => Era::Modern,
         _ => Era::Legacy,
@@ -131,19 +129,7 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
     let obs = Observation {
         stamp,
         host,
-        target: TargetSeen {
-            command: redactor.argv(&opts.command),
-            program: None,
-            program_sha256: None,
-            cwd: cwd.display().to_string(),
-            env_names,
-            era: match opts.era {
-                EraChoice::Legacy => "legacy",
-                EraChoice::Modern => "modern",
-                EraChoice::Auto => "auto",
-            },
-            protocol_version: opts.protocol_version.clone(),
-        },
+        target: prepared.target.clone(),
         era,
         era_detection: None,
         protocol_requested: requested,
@@ -166,48 +152,42 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
         spec: None,
         rpc: None,
         obs,
-        redactor,
+        redactor: prepared.redactor.clone(),
         started: Instant::now(),
         stderr_total: 0,
         last_stderr_tail: None,
         earlier_survivors: Vec::new(),
     };
 
-    let digest = run.resolve(&cwd);
+    let digest = run.resolve(prepared);
     let _ = run.session();
     run.finish(digest)
 }
 
 impl Run<'_> {
-    /// Finds the program; starts hashing it on a thread (a large interpreter takes tens of ms).
-    fn resolve(&mut self, cwd: &std::path::Path) -> Option<std::thread::JoinHandle<std::io::Result<String>>> {
-        let Some(name) = self.opts.command.first() else {
-            self.fail("no_command", "no server command was given");
-            return None;
-        };
-        let path_var = self
-            .opts
-            .env
-            .iter()
-            .rev()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| std::ffi::OsString::from(v))
-            .or_else(|| std::env::var_os("PATH"));
-        match program::resolve(name, cwd, path_var.as_deref()) {
-            Ok(path) => {
-                self.obs.target.program = Some(path.display().to_string());
-                self.spec = Some(SpawnSpec {
-                    program: path.clone(),
-                    argv0: name.clone(),
-                    args: self.opts.command[1..].to_vec(),
-                    env: self.opts.env.clone(),
-                    cwd: self.opts.cwd.as_ref().map(|_| cwd.to_path_buf()),
-                    max_line: self.opts.max_line,
-                });
-                Some(std::thread::spawn(move || program::sha256_file(&path)))
+    /// Finds the program; starts hashing it on a thread.
+    fn resolve(
+        &mut self,
+        mut prepared: crate::target::Prepared,
+    ) -> Option<std::thread::JoinHandle<std::io::Result<String>>> {
+        let launched = prepared.launch(
+            &self.opts.command,
+            &self.opts.env,
+            self.opts.cwd.is_some(),
+            self.opts.max_line,
+        );
+        self.obs.target.program = prepared.target.program;
+        match launched {
+            Ok(launch) => {
+                self.spec = Some(launch.spec);
+                Some(launch.digest)
+            }
+            Err(e) if self.opts.command.is_empty() => {
+                self.fail("no_command", e);
+                None
             }
             Err(e) => {
-                self.fail("program_not_found", format!("cannot start the server: {e}"));
+                self.fail("program_not_found", e);
                 None
             }
         }

@@ -25,10 +25,9 @@ pub fn target_id(t: &TargetSeen) -> String {
     }))
 }
 
-/// The block body of a probe.
-pub fn block_body(obs: &Observation) -> Map<String, Value> {
-    let t = &obs.target;
-    let target = json!({
+/// The `target` object of a block.
+pub fn target_json(t: &TargetSeen) -> Value {
+    json!({
         "id": target_id(t),
         "command": t.command,
         "program": t.program,
@@ -37,7 +36,13 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
         "env": t.env_names,
         "era": t.era,
         "protocol_version": t.protocol_version,
-    });
+    })
+}
+
+/// The block body of a probe.
+pub fn block_body(obs: &Observation) -> Map<String, Value> {
+    let t = &obs.target;
+    let target = target_json(t);
     let server = obs
         .server
         .as_ref()

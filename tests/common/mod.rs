@@ -260,3 +260,15 @@ pub fn verifier_python() -> PathBuf {
     );
     python
 }
+
+/// Where tests/setup installs things: `$MCP_WITNESS_REFERENCE_DIR`, else target/reference-servers.
+fn install_root() -> PathBuf {
+    std::env::var_os("MCP_WITNESS_REFERENCE_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("target")
+                .join("reference-servers")
+        })
+}
