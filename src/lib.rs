@@ -57,6 +57,7 @@ pub mod program;
 pub mod redact;
 pub mod rpc;
 pub mod sys;
+pub mod target;
 pub mod transport;
 
 pub use check::{CheckOptions, CheckReport, CheckResult, Status, check};
