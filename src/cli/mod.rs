@@ -22,11 +22,14 @@ macro_rules! outln {
     }};
 }
 
+mod analyze;
 mod check;
 mod diff;
+mod drive;
 mod keys;
 mod probe;
 mod repair;
+mod serve;
 mod server_args;
 mod verify;
 
@@ -54,6 +57,9 @@ enum Command {
     Keygen(keys::KeygenArgs),
     Key(keys::KeyArgs),
     Repair(repair::RepairArgs),
+    Serve(serve::ServeArgs),
+    Drive(drive::DriveArgs),
+    Analyze(analyze::AnalyzeArgs),
 }
 
 /// Parses the command line and runs it.
@@ -67,6 +73,9 @@ pub fn main() -> ExitCode {
         Command::Keygen(args) => keys::keygen(args),
         Command::Key(args) => keys::key(args),
         Command::Repair(args) => repair::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Drive(args) => drive::run(args),
+        Command::Analyze(args) => analyze::run(args),
     };
     ExitCode::from(code)
 }

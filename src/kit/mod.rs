@@ -29,7 +29,10 @@ impl Domain {
     pub fn parse_list(text: &str) -> Option<Vec<Domain>> {
         match text {
             "all" => Some(Domain::ALL.to_vec()),
-            _ => Domain::ALL.into_iter().find(|d| d.name() == text).map(|d| vec![d]),
+            _ => Domain::ALL
+                .into_iter()
+                .find(|d| d.name() == text)
+                .map(|d| vec![d]),
         }
     }
 
@@ -104,7 +107,7 @@ impl Domain {
         match self {
             Domain::Tools => "called",
             Domain::Resources => "read",
-            Domain::Prompts => "got",
+            Domain::Prompts => "fetched",
         }
     }
 }

@@ -39,10 +39,7 @@ pub struct Log {
 
 impl Log {
     pub fn open(path: &Path) -> io::Result<Log> {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)?;
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
         Ok(Log { file })
     }
 
@@ -63,10 +60,37 @@ impl Log {
     }
 }
 
-/// Which set each domain is in.
-#[derive(Debug, Default, Clone, Copy)]
+/// The modern protocol version this server speaks.
+pub const MODERN_VERSION: &str = "2026-07-28";
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
+pub const META_SUBSCRIPTION: &str = "io.modelcontextprotocol/subscriptionId";
+const META_SERVER: &str = "io.modelcontextprotocol/serverInfo";
+/// Error code of `UnsupportedProtocolVersionError` (2026-07-28).
+const UNSUPPORTED_VERSION: i64 = -32022;
+/// The `subscriptions/listen` filter field of each domain.
+pub fn listen_field(d: Domain) -> &'static str {
+    match d {
+        Domain::Tools => "toolsListChanged",
+        Domain::Resources => "resourcesListChanged",
+        Domain::Prompts => "promptsListChanged",
+    }
+}
+
+/// An open `subscriptions/listen` stream (modern era): its request id and filter.
+#[derive(Debug, Clone)]
+struct Listen {
+    id: Value,
+    wants: [bool; 3],
+}
+
+/// Which set each domain is in, and who gets told when it changes.
+#[derive(Debug, Default, Clone)]
 struct State {
     mutated: [bool; 3],
+    /// A legacy `initialize` was answered: list_changed goes out untagged.
+    initialized: bool,
+    listens: Vec<Listen>,
 }
 
 fn index(d: Domain) -> usize {
@@ -138,24 +162,136 @@ impl<W: Write> Serve<W> {
         };
         let id = match msg.get("id") {
             Some(id) if !id.is_null() => id.clone(),
-            _ => return Ok(()), // a notification
+            _ => {
+                self.on_notification(method, msg.get("params"));
+                return Ok(());
+            }
         };
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
-        let (reply, notify) = self.handle(method, &params);
-        let mut out = json!({"jsonrpc": "2.0", "id": id});
-        match reply {
-            Ok(result) => out["result"] = result,
-            Err((code, message)) => out["error"] = json!({"code": code, "message": message}),
+        let modern = params.pointer(&format!("/_meta/{}", META_VERSION.replace('/', "~1")));
+        let modern = match modern {
+            None => false,
+            Some(v) if v.as_str() == Some(MODERN_VERSION) => {
+                if params["_meta"].get(META_CAPS).is_none() {
+                    return self.reply(id, Err((-32602, format!("missing _meta {META_CAPS}"))), false);
+                }
+                true
+            }
+            Some(v) => {
+                let error = json!({"jsonrpc": "2.0", "id": id, "error": {
+                    "code": UNSUPPORTED_VERSION, "message": "Unsupported protocol version",
+                    "data": {"supported": [MODERN_VERSION], "requested": v}}});
+                return self.send(error);
+            }
+        };
+        match method {
+            "server/discover" if !modern => {
+                let why = format!("server/discover needs _meta {META_VERSION} and {META_CAPS}");
+                return self.reply(id, Err((-32602, why)), false);
+            }
+            "subscriptions/listen" if modern => return self.listen(id, &params),
+            _ => {}
         }
-        self.send(out)?;
-        if let Some(method) = notify {
-            self.send(json!({"jsonrpc": "2.0", "method": method}))?;
+        let (reply, mutated) = self.handle(method, &params);
+        if method == "initialize" && reply.is_ok() {
+            self.state.initialized = true;
+        }
+        self.reply(id, reply, modern)?;
+        if let Some(d) = mutated {
+            self.changed(d)?;
         }
         Ok(())
     }
 
-    /// The reply to a request, and the notification to send after it, if any.
-    fn handle(&mut self, method: &str, params: &Value) -> (Result<Value, (i64, String)>, Option<&'static str>) {
+    /// Handles a notification from the client: only cancellation of a listen matters.
+    fn on_notification(&mut self, method: &str, params: Option<&Value>) {
+        if method == "notifications/cancelled"
+            && let Some(rid) = params.and_then(|p| p.get("requestId"))
+        {
+            self.state.listens.retain(|l| &l.id != rid);
+        }
+    }
+
+    /// Sends the reply to request `id`; a modern reply carries `resultType` and serverInfo.
+    fn reply(&mut self, id: Value, reply: Result<Value, (i64, String)>, modern: bool) -> io::Result<()> {
+        let mut out = json!({"jsonrpc": "2.0", "id": id});
+        match reply {
+            Ok(mut result) => {
+                if modern && result.is_object() {
+                    result["resultType"] = json!("complete");
+                    result["_meta"] = json!({ META_SERVER: server_info() });
+                    if result.get("tools").is_some()
+                        || result.get("resources").is_some()
+                        || result.get("prompts").is_some()
+                        || result.get("contents").is_some()
+                        || result.get("resourceTemplates").is_some()
+                    {
+                        // Cacheable for long: a client has to rely on list_changed.
+                        result["ttlMs"] = json!(300_000);
+                        result["cacheScope"] = json!("public");
+                    }
+                }
+                out["result"] = result;
+            }
+            Err((code, message)) => out["error"] = json!({"code": code, "message": message}),
+        }
+        self.send(out)
+    }
+
+    /// Opens a `subscriptions/listen` stream: acknowledges the filter it agrees to. The
+    /// request stays open (answered only when the server ends it).
+    fn listen(&mut self, id: Value, params: &Value) -> io::Result<()> {
+        let asked = params.get("notifications");
+        let mut wants = [false; 3];
+        let mut agreed = serde_json::Map::new();
+        for d in Domain::ALL {
+            let field = listen_field(d);
+            if asked.and_then(|a| a.get(field)).and_then(Value::as_bool) == Some(true) {
+                wants[index(d)] = true;
+                agreed.insert(field.into(), Value::Bool(true));
+            }
+        }
+        // resourceSubscriptions is not agreed to: this server has no resources.subscribe.
+        self.state.listens.push(Listen {
+            id: id.clone(),
+            wants,
+        });
+        self.send(
+            json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+            "params": {"_meta": { META_SUBSCRIPTION: id }, "notifications": agreed}}),
+        )
+    }
+
+    /// Tells the client that domain `d` changed: once untagged for a legacy session, and
+    /// once per modern listen stream that asked for it, tagged with its subscription id.
+    fn changed(&mut self, d: Domain) -> io::Result<()> {
+        if self.state.initialized {
+            self.send(json!({"jsonrpc": "2.0", "method": d.notification()}))?;
+        }
+        let ids: Vec<Value> = self
+            .state
+            .listens
+            .iter()
+            .filter(|l| l.wants[index(d)])
+            .map(|l| l.id.clone())
+            .collect();
+        for id in ids {
+            self.send(json!({"jsonrpc": "2.0", "method": d.notification(),
+                "params": {"_meta": { META_SUBSCRIPTION: id }}}))?;
+        }
+        Ok(())
+    }
+
+    /// At shutdown: ends every open listen stream gracefully (an empty result).
+    fn close_listens(&mut self) {
+        for l in std::mem::take(&mut self.state.listens) {
+            let _ = self.send(json!({"jsonrpc": "2.0", "id": l.id, "result": {
+                "resultType": "complete", "_meta": { META_SUBSCRIPTION: l.id }}}));
+        }
+    }
+
+    /// The reply to a request, and the domain it mutated, if any.
+    fn handle(&mut self, method: &str, params: &Value) -> (Result<Value, (i64, String)>, Option<Domain>) {
         let text = |s: String| json!({"content": [{"type": "text", "text": s}]});
         let reply = match method {
             "initialize" => {
@@ -168,10 +304,21 @@ impl<W: Write> Serve<W> {
                         "resources": {"listChanged": true},
                         "prompts": {"listChanged": true},
                     },
-                    "serverInfo": {"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")},
+                    "serverInfo": server_info(),
                     "instructions": "Instrumented server of mcp-witness: every message is logged to test how the client handles list_changed notifications.",
                 }))
             }
+            "server/discover" => Ok(json!({
+                "supportedVersions": [MODERN_VERSION],
+                "capabilities": {
+                    "tools": {"listChanged": true},
+                    "resources": {"listChanged": true},
+                    "prompts": {"listChanged": true},
+                },
+                "instructions": "Instrumented server of mcp-witness: every message is logged to test how the client handles list_changed notifications.",
+                "ttlMs": 300_000,
+                "cacheScope": "public",
+            })),
             "ping" => Ok(json!({})),
             "tools/list" => Ok(json!({"tools": self.tools()})),
             "resources/list" => {
@@ -182,13 +329,23 @@ impl<W: Write> Serve<W> {
             "resources/templates/list" => Ok(json!({"resourceTemplates": []})),
             "prompts/list" => {
                 let name = self.state.current(Domain::Prompts);
-                let which = if self.state.mutated(Domain::Prompts) { "beta" } else { "alpha" };
-                Ok(json!({"prompts": [{"name": name, "description": format!("The {which} prompt of mcp-witness serve")}]}))
+                let which = if self.state.mutated(Domain::Prompts) {
+                    "beta"
+                } else {
+                    "alpha"
+                };
+                Ok(
+                    json!({"prompts": [{"name": name, "description": format!("The {which} prompt of mcp-witness serve")}]}),
+                )
             }
             "resources/read" => {
                 let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
                 if uri == self.state.current(Domain::Resources) {
-                    let which = if self.state.mutated(Domain::Resources) { "beta" } else { "alpha" };
+                    let which = if self.state.mutated(Domain::Resources) {
+                        "beta"
+                    } else {
+                        "alpha"
+                    };
                     Ok(json!({"contents": [{"uri": uri, "mimeType": "text/plain",
                         "text": format!("I am the {which} resource")}]}))
                 } else {
@@ -198,7 +355,11 @@ impl<W: Write> Serve<W> {
             "prompts/get" => {
                 let name = params.get("name").and_then(Value::as_str).unwrap_or("");
                 if name == self.state.current(Domain::Prompts) {
-                    let which = if self.state.mutated(Domain::Prompts) { "beta" } else { "alpha" };
+                    let which = if self.state.mutated(Domain::Prompts) {
+                        "beta"
+                    } else {
+                        "alpha"
+                    };
                     Ok(json!({"description": format!("The {which} prompt"), "messages": [
                         {"role": "user", "content": {"type": "text", "text": format!("Tell me about {which}")}}]}))
                 } else {
@@ -209,7 +370,11 @@ impl<W: Write> Serve<W> {
                 let name = params.get("name").and_then(Value::as_str).unwrap_or("");
                 let now = crate::clock::now().rfc3339;
                 if name == self.state.current(Domain::Tools) {
-                    let which = if self.state.mutated(Domain::Tools) { "beta" } else { "alpha" };
+                    let which = if self.state.mutated(Domain::Tools) {
+                        "beta"
+                    } else {
+                        "alpha"
+                    };
                     Ok(text(format!("{which} called at {now}")))
                 } else if name == STATUS_TOOL {
                     let status = self.state.status();
@@ -230,7 +395,7 @@ impl<W: Write> Serve<W> {
                             d.beta(),
                             d.notification()
                         ));
-                        return (Ok(r), Some(d.notification()));
+                        return (Ok(r), Some(d));
                     }
                 } else {
                     Err((-32602, format!("Unknown tool: {name}")))
@@ -244,7 +409,11 @@ impl<W: Write> Serve<W> {
     fn tools(&self) -> Value {
         let none = json!({"type": "object", "additionalProperties": false});
         let probe = self.state.current(Domain::Tools);
-        let which = if self.state.mutated(Domain::Tools) { "beta" } else { "alpha" };
+        let which = if self.state.mutated(Domain::Tools) {
+            "beta"
+        } else {
+            "alpha"
+        };
         let mut tools = vec![json!({"name": probe,
             "description": format!("Probe tool of the {which} set: says {which} and the time."),
             "inputSchema": none})];
@@ -258,6 +427,10 @@ impl<W: Write> Serve<W> {
             "inputSchema": none}));
         Value::Array(tools)
     }
+}
+
+fn server_info() -> Value {
+    json!({"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")})
 }
 
 /// Runs the server on this process's stdin and stdout until stdin ends.
@@ -281,21 +454,33 @@ pub fn run(log_path: &Path) -> io::Result<()> {
             let step = match frame {
                 Frame::Line(line) => serve.on_line(&line),
                 Frame::Oversize(bytes) => {
-                    serve.log.line("in", format!("(line of {bytes} bytes dropped: over the bound)").as_bytes());
+                    serve.log.line(
+                        "in",
+                        format!("(line of {bytes} bytes dropped: over the bound)").as_bytes(),
+                    );
                     Ok(())
                 }
             };
             if let Err(e) = step {
                 // stdout is gone: the client hung up.
-                result = if e.kind() == io::ErrorKind::BrokenPipe { Ok(()) } else { Err(e) };
+                result = if e.kind() == io::ErrorKind::BrokenPipe {
+                    Ok(())
+                } else {
+                    Err(e)
+                };
                 return result;
             }
         }
     }
     if let Some(Frame::Line(line)) = splitter.finish() {
         result = serve.on_line(&line).or_else(|e| {
-            if e.kind() == io::ErrorKind::BrokenPipe { Ok(()) } else { Err(e) }
+            if e.kind() == io::ErrorKind::BrokenPipe {
+                Ok(())
+            } else {
+                Err(e)
+            }
         });
     }
+    serve.close_listens();
     result
 }

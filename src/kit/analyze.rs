@@ -1,0 +1,576 @@
+//! `analyze`: reads a `serve` log and answers, per domain, whether the client handled the
+//! list_changed cycle, each answer with the log line that proves it.
+
+use std::io::{self, BufRead, BufReader};
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::{Domain, NEGATIVE_CONTROL};
+
+/// One log entry.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// 1-based line number in the log file.
+    pub line: usize,
+    pub ts: String,
+    pub dir: String,
+    /// The parsed message, `None` for a raw (non-JSON) line.
+    pub msg: Option<Value>,
+}
+
+/// A log read back.
+#[derive(Debug, Clone, Default)]
+pub struct Log {
+    pub entries: Vec<Entry>,
+    /// Lines that were not log entries at all.
+    pub unreadable: usize,
+}
+
+pub fn read_log(path: &Path) -> io::Result<Log> {
+    let file = std::fs::File::open(path)?;
+    let mut log = Log::default();
+    for (n, line) in BufReader::new(file).split(b'\n').enumerate() {
+        let line = line?;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(&line) else {
+            log.unreadable += 1;
+            continue;
+        };
+        let ts = v.get("ts").and_then(Value::as_str);
+        let dir = v.get("dir").and_then(Value::as_str);
+        match (ts, dir) {
+            (Some(ts), Some(dir)) => log.entries.push(Entry {
+                line: n + 1,
+                ts: ts.to_string(),
+                dir: dir.to_string(),
+                msg: v.get("msg").cloned(),
+            }),
+            _ => log.unreadable += 1,
+        }
+    }
+    Ok(log)
+}
+
+/// One row of the table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub question: String,
+    pub answer: String,
+    /// (log line, timestamp) of the entry that proves the answer.
+    pub evidence: Option<(usize, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Compliant,
+    /// The question (1-based row number) that proves it, and why.
+    NotCompliant {
+        question: usize,
+        why: String,
+    },
+    /// The cycle was not run to the end: what is missing.
+    Incomplete {
+        missing: String,
+    },
+}
+
+impl Verdict {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Verdict::Compliant => "compliant",
+            Verdict::NotCompliant { .. } => "not compliant",
+            Verdict::Incomplete { .. } => "incomplete",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct DomainReport {
+    pub domain: Domain,
+    pub rows: Vec<Row>,
+    pub verdict: Verdict,
+    /// What the pattern means, in a sentence.
+    pub meaning: String,
+}
+
+/// The client as it named itself.
+#[derive(Debug, Clone, Default)]
+pub struct Analysis {
+    pub client: Option<String>,
+    pub entries: usize,
+    pub unreadable: usize,
+    pub domains: Vec<DomainReport>,
+}
+
+fn method(e: &Entry) -> Option<&str> {
+    e.msg.as_ref()?.get("method")?.as_str()
+}
+
+fn id(e: &Entry) -> Option<&Value> {
+    e.msg.as_ref()?.get("id").filter(|v| !v.is_null())
+}
+
+fn params(e: &Entry) -> Option<&Value> {
+    e.msg.as_ref()?.get("params")
+}
+
+/// A request from the client with this method.
+fn is_request(e: &Entry, m: &str) -> bool {
+    e.dir == "in" && method(e) == Some(m) && id(e).is_some()
+}
+
+fn any_request(e: &Entry) -> bool {
+    e.dir == "in" && method(e).is_some() && id(e).is_some()
+}
+
+fn ms_between(a: &str, b: &str) -> Option<i64> {
+    let (a, b) = (crate::clock::parse(a)?, crate::clock::parse(b)?);
+    Some((b - a).whole_milliseconds() as i64)
+}
+
+/// The protocol version in a request's modern `_meta`, if any.
+fn modern_meta(e: &Entry) -> Option<&str> {
+    params(e)?
+        .get("_meta")?
+        .get("io.modelcontextprotocol/protocolVersion")?
+        .as_str()
+}
+
+fn marked(e: &Entry) -> bool {
+    params(e)
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(NEGATIVE_CONTROL))
+        .and_then(Value::as_bool)
+        == Some(true)
+}
+
+struct View<'a> {
+    e: &'a [Entry],
+}
+
+impl<'a> View<'a> {
+    /// Index of the first entry at or after `from` (and before `to`) matching `pred`.
+    fn find(&self, from: usize, to: usize, pred: impl Fn(&Entry) -> bool) -> Option<usize> {
+        (from..to.min(self.e.len())).find(|&i| pred(&self.e[i]))
+    }
+
+    /// The server's reply to the request at index `req`.
+    fn reply(&self, req: usize) -> Option<usize> {
+        let want = id(&self.e[req])?.clone();
+        self.find(req + 1, usize::MAX, |e| {
+            e.dir == "out" && method(e).is_none() && id(e) == Some(&want)
+        })
+    }
+
+    fn result(&self, i: usize) -> Option<&'a Value> {
+        self.e[i].msg.as_ref()?.get("result")
+    }
+
+    /// Whether the reply at `i` is a JSON-RPC error or a tool error.
+    fn failed(&self, i: usize) -> bool {
+        let msg = self.e[i].msg.as_ref();
+        msg.and_then(|m| m.get("error")).is_some()
+            || self
+                .result(i)
+                .and_then(|r| r.get("isError"))
+                .and_then(Value::as_bool)
+                == Some(true)
+    }
+
+    fn uses(&self, d: Domain, item: &str) -> impl Fn(&Entry) -> bool {
+        let item = item.to_string();
+        move |e: &Entry| {
+            is_request(e, d.use_method())
+                && params(e).and_then(|p| p.get(d.use_key())).and_then(Value::as_str) == Some(item.as_str())
+        }
+    }
+
+    fn ev(&self, i: Option<usize>) -> Option<(usize, String)> {
+        i.map(|i| (self.e[i].line, self.e[i].ts.clone()))
+    }
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "yes".into() } else { "no".into() }
+}
+
+/// Analyses a log for the given domains.
+pub fn analyze(log: &Log, domains: &[Domain]) -> Analysis {
+    let v = View { e: &log.entries };
+    // The handshake: initialize or server/discover; a modern client may skip discover,
+    // so failing both, its first request carrying the modern `_meta`.
+    let init = v
+        .find(0, usize::MAX, |e| {
+            is_request(e, "initialize") || is_request(e, "server/discover")
+        })
+        .or_else(|| v.find(0, usize::MAX, |e| any_request(e) && modern_meta(e).is_some()));
+    let client = init.and_then(|i| {
+        let p = params(&v.e[i])?;
+        let info = p
+            .get("clientInfo")
+            .or_else(|| p.get("_meta")?.get("io.modelcontextprotocol/clientInfo"))?;
+        let name = info.get("name")?.as_str()?;
+        let version = info.get("version").and_then(Value::as_str).unwrap_or("?");
+        Some(format!("{name} {version}"))
+    });
+    Analysis {
+        client,
+        entries: log.entries.len(),
+        unreadable: log.unreadable,
+        domains: domains.iter().map(|&d| domain(&v, init, d)).collect(),
+    }
+}
+
+fn domain(v: &View, init: Option<usize>, d: Domain) -> DomainReport {
+    let end = usize::MAX;
+    let mut rows = Vec::new();
+    let mut row = |q: String, a: String, ev: Option<(usize, String)>| {
+        rows.push(Row {
+            question: q,
+            answer: a,
+            evidence: ev,
+        });
+        rows.len()
+    };
+    // Modern era: the client did not send initialize.
+    let modern = init.is_some_and(|i| method(&v.e[i]) != Some("initialize"));
+    let handshake = init.and_then(|i| match method(&v.e[i]) {
+        Some("initialize" | "server/discover") => Some(i),
+        _ => None,
+    });
+    let (q_init, q_adv) = if d == Domain::Tools {
+        let qi = row(
+            "Did the client initialize (or discover)?".into(),
+            init.map_or("no".into(), |i| match method(&v.e[i]) {
+                Some(m @ ("initialize" | "server/discover")) => format!("yes ({m})"),
+                _ => "no handshake: modern era, `_meta` on every request".into(),
+            }),
+            v.ev(init),
+        );
+        let caps = init.and_then(|i| {
+            let p = params(&v.e[i])?;
+            p.get("capabilities")
+                .or_else(|| p.get("_meta")?.get("io.modelcontextprotocol/clientCapabilities"))
+        });
+        row(
+            "What capabilities did the client send?".into(),
+            caps.map_or("absent".into(), |c| format!("`{c}`")),
+            v.ev(init.filter(|_| caps.is_some())),
+        );
+        let reply = handshake.and_then(|i| v.reply(i));
+        let adv = reply
+            .and_then(|r| v.result(r))
+            .and_then(|r| r.pointer("/capabilities/tools/listChanged"))
+            .and_then(Value::as_bool)
+            == Some(true);
+        let qa = row(
+            "Did the server advertise `tools.listChanged: true`?".into(),
+            if reply.is_some() || handshake.is_some() {
+                yes_no(adv)
+            } else {
+                "not asked (no server/discover)".into()
+            },
+            v.ev(reply),
+        );
+        // Only a handshake that was answered without the capability counts against.
+        (Some(qi), Some((qa, adv || handshake.is_none())))
+    } else {
+        (None, None)
+    };
+    let lm = d.list_method();
+    let mutate = v.find(0, end, |e| {
+        is_request(e, "tools/call")
+            && params(e).and_then(|p| p.get("name")).and_then(Value::as_str) == Some(d.mutate_tool())
+    });
+    let before = mutate.unwrap_or(end);
+    let list0 = v.find(0, before, |e| is_request(e, lm));
+    let q_list0 = row(format!("Initial `{lm}`?"), yes_no(list0.is_some()), v.ev(list0));
+    let alpha0 = v.find(0, before, v.uses(d, d.alpha()));
+    let q_alpha0 = row(
+        format!("Alpha ({}) {}?", d.alpha(), d.verb()),
+        yes_no(alpha0.is_some()),
+        v.ev(alpha0),
+    );
+    // Modern era: list_changed reaches only a client with an open subscriptions/listen.
+    let listen_field = super::serve::listen_field(d);
+    let listen = modern
+        .then(|| {
+            v.find(0, before, |e| {
+                is_request(e, "subscriptions/listen")
+                    && params(e)
+                        .and_then(|p| p.get("notifications"))
+                        .and_then(|n| n.get(listen_field))
+                        .and_then(Value::as_bool)
+                        == Some(true)
+            })
+        })
+        .flatten();
+    let q_listen = modern.then(|| {
+        row(
+            format!("Modern era: did the client open `subscriptions/listen` with `{listen_field}: true` before the mutate?"),
+            yes_no(listen.is_some()),
+            v.ev(listen),
+        )
+    });
+    let q_mutate = row(
+        format!("Mutate (`{}`) called?", d.mutate_tool()),
+        yes_no(mutate.is_some()),
+        v.ev(mutate),
+    );
+    let notif =
+        mutate.and_then(|m| v.find(m, end, |e| e.dir == "out" && method(e) == Some(d.notification())));
+    let tag = notif.and_then(|n| {
+        params(&v.e[n])?
+            .get("_meta")?
+            .get(super::serve::META_SUBSCRIPTION)
+            .cloned()
+    });
+    let q_notif = row(
+        format!("Did the server send `{}` after the mutate?", d.notification()),
+        match (notif, tag) {
+            (Some(_), Some(t)) => format!("yes, on subscription {t}"),
+            (n, _) => yes_no(n.is_some()),
+        },
+        v.ev(notif),
+    );
+    let relist = notif.and_then(|n| v.find(n, end, |e| is_request(e, lm)));
+    let gap = relist
+        .zip(notif)
+        .and_then(|(r, n)| ms_between(&v.e[n].ts, &v.e[r].ts));
+    let relist_reply = relist.and_then(|r| v.reply(r));
+    let (field, key) = d.list_fields();
+    let has_beta = relist_reply
+        .and_then(|r| v.result(r))
+        .and_then(|r| r.get(field))
+        .and_then(Value::as_array)
+        .is_some_and(|items| {
+            items
+                .iter()
+                .any(|it| it.get(key).and_then(Value::as_str) == Some(d.beta()))
+        });
+    let relist_answer = match (relist, gap) {
+        (Some(_), Some(ms)) => format!("yes, {ms} ms after the notification"),
+        (Some(_), None) => "yes".into(),
+        (None, _) => "no".into(),
+    };
+    let q_relist;
+    let q_hasbeta;
+    if d == Domain::Tools {
+        q_relist = row(
+            format!("Did the client send `{lm}` after the notification, and how many ms later?"),
+            relist_answer,
+            v.ev(relist),
+        );
+        q_hasbeta = row(
+            format!("Did that list include beta ({})?", d.beta()),
+            if relist_reply.is_some() {
+                yes_no(has_beta)
+            } else {
+                "absent".into()
+            },
+            v.ev(relist_reply),
+        );
+    } else {
+        let a = if relist_reply.is_some() {
+            format!(
+                "{relist_answer}; the list {} beta",
+                if has_beta { "included" } else { "did not include" }
+            )
+        } else {
+            relist_answer
+        };
+        q_relist = row(
+            format!("Did the client send `{lm}` after the notification, and how many ms later?"),
+            a,
+            v.ev(relist),
+        );
+        q_hasbeta = q_relist;
+    }
+    let beta_after = mutate.and_then(|m| v.find(m, end, v.uses(d, d.beta())));
+    let q_beta = row(
+        format!("Beta ({}) {} after the mutation?", d.beta(), d.verb()),
+        yes_no(beta_after.is_some()),
+        v.ev(beta_after),
+    );
+    // Alpha used once the client had been told the list changed (before the notification
+    // arrived it could not know). Marked negative controls are counted apart.
+    let since = notif.or(mutate);
+    let alpha_uses: Vec<usize> = since
+        .map(|s| {
+            (s..v.e.len())
+                .filter(|&i| v.uses(d, d.alpha())(&v.e[i]))
+                .collect()
+        })
+        .unwrap_or_default();
+    let unmarked: Vec<usize> = alpha_uses.iter().copied().filter(|&i| !marked(&v.e[i])).collect();
+    let controls: Vec<usize> = alpha_uses.iter().copied().filter(|&i| marked(&v.e[i])).collect();
+    let alpha_answer = if let Some(&i) = unmarked.first() {
+        let refused = v.reply(i).is_some_and(|r| v.failed(r));
+        format!(
+            "yes, {} time(s){}",
+            unmarked.len(),
+            if refused { " (the server refused it)" } else { "" }
+        )
+    } else if let Some(&i) = controls.first() {
+        let refused = v.reply(i).is_some_and(|r| v.failed(r));
+        format!(
+            "no (only as a marked negative control, {})",
+            if refused {
+                "refused as expected"
+            } else {
+                "NOT refused"
+            }
+        )
+    } else {
+        "no".into()
+    };
+    let alpha_ev = unmarked.first().or(controls.first()).copied();
+    let q_alpha_after = row(
+        format!("Was alpha still {} after the mutation?", d.verb()),
+        alpha_answer,
+        v.ev(alpha_ev),
+    );
+
+    // The verdict: the first question that settles it.
+    let nc = |question: usize, why: &str| Verdict::NotCompliant {
+        question,
+        why: why.to_string(),
+    };
+    let inc = |question: usize, what: &str| Verdict::Incomplete {
+        missing: format!("Q{question}: {what}"),
+    };
+    let after_notif_activity = notif.is_some_and(|n| v.find(n, end, any_request).is_some());
+    let (verdict, meaning) = if let Some(q) = q_init.filter(|_| init.is_none()) {
+        (
+            inc(q, "the client never initialized"),
+            "No session with this client is in the log.".to_string(),
+        )
+    } else if let Some((q, false)) = q_adv {
+        (
+            nc(q, "the server did not advertise listChanged"),
+            "The server is at fault, not the client.".into(),
+        )
+    } else if list0.is_none() {
+        (
+            inc(q_list0, "no initial list"),
+            "The client never listed this domain before the mutation.".into(),
+        )
+    } else if alpha0.is_none() {
+        (
+            inc(q_alpha0, "alpha was never used"),
+            "The cycle stopped before alpha was used.".into(),
+        )
+    } else if let Some(q) = q_listen.filter(|_| listen.is_none() && mutate.is_some()) {
+        (
+            nc(q, "the client never subscribed to list changes"),
+            "A modern client that opens no subscriptions/listen stream is never told that a list changed: it can only see changes by polling.".into(),
+        )
+    } else if mutate.is_none() {
+        (
+            inc(q_mutate, "mutate was never called"),
+            "The cycle stopped before the mutation.".into(),
+        )
+    } else if notif.is_none() {
+        (
+            inc(q_notif, "no notification in the log"),
+            "The log ends before the server's notification.".into(),
+        )
+    } else if relist.is_none() && after_notif_activity {
+        (
+            nc(
+                q_relist,
+                "the client kept working after the notification and never re-listed",
+            ),
+            "The client ignores list_changed: it keeps the list it fetched at session start.".into(),
+        )
+    } else if relist.is_none() {
+        (
+            inc(q_relist, "the log ends after the notification"),
+            "The session ended before the client could re-list.".into(),
+        )
+    } else if relist_reply.is_some() && !has_beta {
+        (
+            nc(q_hasbeta, "the re-list did not include beta"),
+            "The server's list did not change: the server is at fault.".into(),
+        )
+    } else if !unmarked.is_empty() {
+        (
+            nc(q_alpha_after, "alpha was still used after the notification"),
+            "The client re-listed (or was told to) but did not invalidate its cache: it still offers the removed item.".into(),
+        )
+    } else if controls.iter().any(|&i| !v.reply(i).is_some_and(|r| v.failed(r))) {
+        (
+            nc(q_alpha_after, "the server did not refuse alpha"),
+            "The server is at fault: a removed item still works.".into(),
+        )
+    } else if beta_after.is_none() {
+        (
+            inc(q_beta, "beta was never used"),
+            "The client refreshed its registry, but beta was not used afterwards: if the user asked for it in the same turn, the model saw the new item only later.".into(),
+        )
+    } else {
+        (
+            Verdict::Compliant,
+            format!(
+                "The client re-listed {} after the notification and used the new item.",
+                gap.map_or("".into(), |ms| format!("{ms} ms"))
+            ),
+        )
+    };
+    DomainReport {
+        domain: d,
+        rows,
+        verdict,
+        meaning,
+    }
+}
+
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The analysis as markdown.
+pub fn markdown(a: &Analysis, log_name: &str) -> String {
+    let mut s = String::new();
+    s.push_str("# mcp-witness client analysis\n\n");
+    s.push_str(&format!("- Log: `{log_name}` ({} entries", a.entries));
+    if a.unreadable > 0 {
+        s.push_str(&format!(", {} unreadable lines skipped", a.unreadable));
+    }
+    s.push_str(")\n");
+    s.push_str(&format!(
+        "- Client: {}\n",
+        a.client.as_deref().unwrap_or("unknown (no clientInfo)")
+    ));
+    for d in &a.domains {
+        s.push_str(&format!("\n## Domain: {}\n\n", d.domain.name()));
+        s.push_str("| # | Question | Answer | Evidence |\n|---|---|---|---|\n");
+        for (i, r) in d.rows.iter().enumerate() {
+            let ev = r
+                .evidence
+                .as_ref()
+                .map_or("absent".into(), |(n, ts)| format!("log line {n}, {ts}"));
+            s.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                i + 1,
+                cell(&r.question),
+                cell(&r.answer),
+                ev
+            ));
+        }
+        let detail = match &d.verdict {
+            Verdict::Compliant => String::new(),
+            Verdict::NotCompliant { question, why } => format!(" (Q{question}: {why})"),
+            Verdict::Incomplete { missing } => format!(" ({missing})"),
+        };
+        s.push_str(&format!(
+            "\n**Verdict: {}**{detail}. {}\n",
+            d.verdict.word(),
+            d.meaning
+        ));
+    }
+    s
+}

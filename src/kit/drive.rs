@@ -1,0 +1,418 @@
+//! `drive`: the control client. Spawns `mcp-witness serve` with a fresh log per domain and
+//! runs the cycle a correct client runs: list, use alpha, mutate, wait for the notification,
+//! re-list, use beta, try alpha (must fail), status. Then analyses the log.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::analyze::{self, Analysis, Verdict};
+use super::{Domain, NEGATIVE_CONTROL, STATUS_TOOL};
+use crate::kit::serve::MODERN_VERSION;
+use crate::rpc::{Reply, Rpc};
+use crate::transport::{Grace, Server, SpawnSpec};
+
+/// The name the control client gives in `clientInfo`.
+pub const DRIVER_NAME: &str = "mcp-witness-drive";
+const TIMEOUT: Duration = Duration::from_secs(10);
+/// How long to wait for the list_changed notification after the mutate reply.
+const NOTIFY_WAIT: Duration = Duration::from_secs(2);
+
+/// One step of the cycle and whether its answer was the expected one.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub what: String,
+    pub ok: bool,
+    pub detail: String,
+}
+
+/// The result for one domain.
+#[derive(Debug)]
+pub struct DomainRun {
+    pub domain: Domain,
+    pub era: Era,
+    pub log: PathBuf,
+    pub steps: Vec<Step>,
+    pub analysis: Option<Analysis>,
+}
+
+impl DomainRun {
+    pub fn passed(&self) -> bool {
+        self.steps.iter().all(|s| s.ok)
+            && self
+                .analysis
+                .as_ref()
+                .is_some_and(|a| a.domains.iter().all(|d| d.verdict == Verdict::Compliant))
+    }
+}
+
+fn fresh_log(d: Domain, era: Era) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |t| t.as_nanos());
+    std::env::temp_dir().join(format!(
+        "mcp-witness-drive-{}-{}-{}-{nanos}.jsonl",
+        d.name(),
+        era.name(),
+        std::process::id()
+    ))
+}
+
+fn names(result: &Value, d: Domain) -> Vec<String> {
+    let (field, key) = d.list_fields();
+    result
+        .get(field)
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|it| it.get(key).and_then(Value::as_str).map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn describe(r: &Result<Reply, crate::rpc::NoReply>) -> String {
+    match r {
+        Ok(Reply::Result(v)) => {
+            let s = v.to_string();
+            if s.len() > 160 {
+                format!("{}…", crate::probe::handshake::truncate(&s, 160))
+            } else {
+                s
+            }
+        }
+        Ok(Reply::Error { code, message, .. }) => format!("error {code}: {message}"),
+        Ok(Reply::Malformed(_)) => "malformed reply".into(),
+        Err(e) => format!("no reply: {e:?}"),
+    }
+}
+
+fn failed(r: &Result<Reply, crate::rpc::NoReply>) -> bool {
+    match r {
+        Ok(Reply::Error { .. }) => true,
+        Ok(Reply::Result(v)) => v.get("isError").and_then(Value::as_bool) == Some(true),
+        _ => false,
+    }
+}
+
+fn succeeded(r: &Result<Reply, crate::rpc::NoReply>) -> bool {
+    matches!(r, Ok(Reply::Result(_))) && !failed(r)
+}
+
+/// Which handshake era the control client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// `initialize`, then `notifications/initialized`; list_changed arrives untagged.
+    Legacy,
+    /// `server/discover`, `_meta` on every request, list_changed only on an open
+    /// `subscriptions/listen` stream (2026-07-28).
+    Modern,
+}
+
+impl Era {
+    pub fn name(self) -> &'static str {
+        match self {
+            Era::Legacy => "legacy",
+            Era::Modern => "modern",
+        }
+    }
+}
+
+/// The control client: JSON-RPC plus the era's request envelope.
+struct Client {
+    rpc: Rpc,
+    era: Era,
+    /// The id of the open `subscriptions/listen` request (modern era).
+    listen: Option<Value>,
+}
+
+impl Client {
+    /// Sends a request; in the modern era its params carry the `_meta` envelope.
+    fn req(&mut self, method: &str, params: Value) -> Result<Reply, crate::rpc::NoReply> {
+        let params = self.envelope(params);
+        self.rpc.request(method, Some(params), TIMEOUT)
+    }
+
+    fn envelope(&self, mut params: Value) -> Value {
+        if self.era == Era::Modern {
+            let meta = crate::probe::handshake::modern_meta(MODERN_VERSION);
+            let slot = params
+                .as_object_mut()
+                .expect("params are an object")
+                .entry("_meta")
+                .or_insert_with(|| json!({}));
+            if let (Some(slot), Some(meta)) = (slot.as_object_mut(), meta.as_object()) {
+                for (k, v) in meta {
+                    slot.insert(k.clone(), v.clone());
+                }
+                slot.insert(
+                    "io.modelcontextprotocol/clientInfo".into(),
+                    json!({"name": DRIVER_NAME, "version": env!("CARGO_PKG_VERSION")}),
+                );
+            }
+        }
+        params
+    }
+
+    fn call_tool(&mut self, name: &str) -> Result<Reply, crate::rpc::NoReply> {
+        self.req("tools/call", json!({"name": name, "arguments": {}}))
+    }
+
+    /// Waits (bounded) until a notification named `method` has been seen.
+    fn wait_notification(&mut self, method: &str, wait: Duration) -> usize {
+        let start = Instant::now();
+        let count = |rpc: &Rpc| rpc.traffic.notifications.iter().filter(|n| *n == method).count();
+        while count(&self.rpc) == 0 && start.elapsed() < wait {
+            let slice = wait
+                .saturating_sub(start.elapsed())
+                .min(Duration::from_millis(10));
+            let _ = self.rpc.wait_reply(&|_| false, slice);
+        }
+        count(&self.rpc)
+    }
+}
+
+/// The params that use `item` of domain `d`.
+fn use_params(d: Domain, item: &str, negative: bool) -> Value {
+    let mut p = json!({});
+    p[d.use_key()] = Value::from(item);
+    if d == Domain::Tools {
+        p["arguments"] = json!({});
+    }
+    if negative {
+        p["_meta"] = json!({ NEGATIVE_CONTROL: true });
+    }
+    p
+}
+
+fn handshake(c: &mut Client, d: Domain, step: &mut impl FnMut(&str, bool, String) -> bool) -> bool {
+    let client_info = json!({"name": DRIVER_NAME, "version": env!("CARGO_PKG_VERSION")});
+    let advertises = |r: &Result<Reply, crate::rpc::NoReply>| {
+        matches!(r, Ok(Reply::Result(v))
+            if v.pointer(&format!("/capabilities/{}/listChanged", d.name())) == Some(&Value::Bool(true)))
+    };
+    match c.era {
+        Era::Legacy => {
+            let init = c.req(
+                "initialize",
+                json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client_info}),
+            );
+            if !step(
+                "initialize (server advertises listChanged)",
+                advertises(&init),
+                describe(&init),
+            ) {
+                return false;
+            }
+            c.rpc.notify("notifications/initialized", None);
+            true
+        }
+        Era::Modern => {
+            let disc = c.req("server/discover", json!({}));
+            if !step(
+                "server/discover (server advertises listChanged)",
+                advertises(&disc),
+                describe(&disc),
+            ) {
+                return false;
+            }
+            let field = crate::kit::serve::listen_field(d);
+            let params = c.envelope(json!({"notifications": { field: true }}));
+            let sent = c.rpc.request_nowait("subscriptions/listen", Some(params));
+            let acks = c.wait_notification("notifications/subscriptions/acknowledged", NOTIFY_WAIT);
+            if !step(
+                &format!("subscriptions/listen {field} is acknowledged"),
+                sent.is_some() && acks == 1,
+                format!("{acks} acknowledgement(s)"),
+            ) {
+                return false;
+            }
+            c.listen = sent;
+            true
+        }
+    }
+}
+
+fn cycle(c: &mut Client, d: Domain, step: &mut impl FnMut(&str, bool, String) -> bool) {
+    if !handshake(c, d, step) {
+        return;
+    }
+    let list = c.req(d.list_method(), json!({}));
+    let before = match &list {
+        Ok(Reply::Result(v)) => names(v, d),
+        _ => Vec::new(),
+    };
+    let ok = before.iter().any(|n| n == d.alpha()) && !before.iter().any(|n| n == d.beta());
+    if !step(
+        &format!("{} lists alpha, not beta", d.list_method()),
+        ok,
+        format!("{before:?}"),
+    ) {
+        return;
+    }
+    let alpha = c.req(d.use_method(), use_params(d, d.alpha(), false));
+    if !step(
+        &format!("{} alpha succeeds", d.use_method()),
+        succeeded(&alpha),
+        describe(&alpha),
+    ) {
+        return;
+    }
+    c.rpc.traffic.notifications.clear();
+    let mutate = c.call_tool(d.mutate_tool());
+    if !step(
+        &format!("{} succeeds", d.mutate_tool()),
+        succeeded(&mutate),
+        describe(&mutate),
+    ) {
+        return;
+    }
+    let start = Instant::now();
+    let got = c.wait_notification(d.notification(), NOTIFY_WAIT);
+    if !step(
+        &format!("{} arrives once", d.notification()),
+        got == 1,
+        format!(
+            "{got} in {} ms: {:?}",
+            start.elapsed().as_millis(),
+            c.rpc.traffic.notifications
+        ),
+    ) {
+        return;
+    }
+    let relist = c.req(d.list_method(), json!({}));
+    let after = match &relist {
+        Ok(Reply::Result(v)) => names(v, d),
+        _ => Vec::new(),
+    };
+    let ok = after.iter().any(|n| n == d.beta()) && !after.iter().any(|n| n == d.alpha());
+    step("re-list has beta, not alpha", ok, format!("{after:?}"));
+    let beta = c.req(d.use_method(), use_params(d, d.beta(), false));
+    step(
+        &format!("{} beta succeeds", d.use_method()),
+        succeeded(&beta),
+        describe(&beta),
+    );
+    let again = c.req(d.use_method(), use_params(d, d.alpha(), true));
+    step(
+        &format!("{} alpha fails (marked negative control)", d.use_method()),
+        failed(&again),
+        describe(&again),
+    );
+    let twice = c.call_tool(d.mutate_tool());
+    step(
+        "a second mutate is a tool error",
+        failed(&twice),
+        describe(&twice),
+    );
+    let status = c.call_tool(STATUS_TOOL);
+    let ok = matches!(&status, Ok(Reply::Result(v))
+        if v.pointer(&format!("/structuredContent/{}", d.name())) == Some(&Value::from("beta")));
+    step(
+        &format!("{STATUS_TOOL} says {} is beta", d.name()),
+        ok,
+        describe(&status),
+    );
+}
+
+/// Runs the cycle for one domain against a fresh `serve`, in the given era.
+pub fn drive_domain(d: Domain, era: Era) -> DomainRun {
+    let log = fresh_log(d, era);
+    let mut run = DomainRun {
+        domain: d,
+        era,
+        log: log.clone(),
+        steps: Vec::new(),
+        analysis: None,
+    };
+    let mut step = |what: &str, ok: bool, detail: String| {
+        run.steps.push(Step {
+            what: what.to_string(),
+            ok,
+            detail,
+        });
+        ok
+    };
+    let program = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            step("find mcp-witness", false, e.to_string());
+            return run;
+        }
+    };
+    let spec = SpawnSpec {
+        argv0: program.display().to_string(),
+        program,
+        args: vec!["serve".into(), "--log".into(), log.display().to_string()],
+        env: Vec::new(),
+        cwd: None,
+        max_line: crate::framing::DEFAULT_MAX_LINE,
+    };
+    let server = match Server::spawn(&spec) {
+        Ok(s) => s,
+        Err(e) => {
+            step("spawn serve", false, e.to_string());
+            return run;
+        }
+    };
+    let mut c = Client {
+        rpc: Rpc::new(server),
+        era,
+        listen: None,
+    };
+    cycle(&mut c, d, &mut step);
+    if let Some(id) = c.listen.take() {
+        // Close the stream the way a stdio client does: cancel the listen request.
+        c.rpc.notify(
+            "notifications/cancelled",
+            Some(json!({"requestId": id, "reason": "drive done"})),
+        );
+    }
+    c.rpc.server.teardown(Grace::default());
+    match analyze::read_log(&log) {
+        Ok(l) => run.analysis = Some(analyze::analyze(&l, &[d])),
+        Err(e) => {
+            run.steps.push(Step {
+                what: "read the log".into(),
+                ok: false,
+                detail: e.to_string(),
+            });
+        }
+    }
+    run
+}
+
+/// The driver's own report: the steps, then the analysis.
+pub fn report(runs: &[DomainRun]) -> String {
+    let mut s = String::new();
+    for r in runs {
+        s.push_str(&format!(
+            "# drive: {} ({} era, log {})\n\n",
+            r.domain.name(),
+            r.era.name(),
+            r.log.display()
+        ));
+        for st in &r.steps {
+            s.push_str(&format!(
+                "- [{}] {}: {}\n",
+                if st.ok { "ok" } else { "FAIL" },
+                st.what,
+                st.detail
+            ));
+        }
+        s.push('\n');
+        if let Some(a) = &r.analysis {
+            s.push_str(&analyze::markdown(a, &r.log.display().to_string()));
+            s.push('\n');
+        }
+        s.push_str(&format!(
+            "drive {} ({}): {}\n\n",
+            r.domain.name(),
+            r.era.name(),
+            if r.passed() { "PASS" } else { "FAIL" }
+        ));
+    }
+    s
+}

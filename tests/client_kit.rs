@@ -1,0 +1,480 @@
+//! The client kit: `serve`, `drive` and `analyze`, with test clients as real processes
+//! talking to a real `mcp-witness serve`.
+
+mod common;
+use common::*;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{Value, json};
+
+/// A minimal MCP client over pipes to `mcp-witness serve --log <log>`.
+struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+    notifications: Vec<String>,
+}
+
+impl Client {
+    fn start(log: &Path) -> Client {
+        let mut child = Command::new(WITNESS)
+            .args(["serve", "--log"])
+            .arg(log)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve starts");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Client {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+            notifications: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, msg: &Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{msg}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "serve closed stdout"
+            );
+            let msg: Value = serde_json::from_str(&line).unwrap();
+            if let Some(m) = msg.get("method").and_then(Value::as_str) {
+                self.notifications.push(m.to_string());
+            } else if msg["id"] == json!(id) {
+                return msg;
+            }
+        }
+    }
+
+    fn initialize(&mut self, name: &str) {
+        let r = self.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {"roots": {}},
+                   "clientInfo": {"name": name, "version": "9.9"}}),
+        );
+        assert_eq!(
+            r["result"]["protocolVersion"], "2025-06-18",
+            "a known version is echoed"
+        );
+        assert_eq!(r["result"]["capabilities"]["tools"]["listChanged"], true);
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    }
+
+    fn call(&mut self, tool: &str) -> Value {
+        self.request("tools/call", json!({"name": tool, "arguments": {}}))
+    }
+
+    /// Closes stdin and waits: serve exits 0 on end of file.
+    fn finish(mut self) {
+        drop(self.stdin.take());
+        let status = self.child.wait().unwrap();
+        assert_eq!(status.code(), Some(0));
+    }
+}
+
+fn analyze(dir: &TempDir, log: &Path, domain: &str) -> Run {
+    witness(dir, &["analyze", log.to_str().unwrap(), "--domain", domain])
+}
+
+fn log_lines(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every log line is JSON"))
+        .collect()
+}
+
+#[test]
+fn drive_all_passes_against_serve() {
+    let dir = TempDir::new("drive");
+    let run = witness(&dir, &["drive", "--domain", "all"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("drive: PASS"));
+    for d in ["tools", "resources", "prompts"] {
+        assert!(run.stdout.contains(&format!("## Domain: {d}")), "{}", run.stdout);
+    }
+    assert_eq!(
+        run.stdout.matches("**Verdict: compliant**").count(),
+        3,
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_client_that_ignores_the_notification_is_not_compliant() {
+    let dir = TempDir::new("ignore");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("ignorer");
+    let list = c.request("tools/list", json!({}));
+    assert!(
+        list["result"]["tools"]
+            .to_string()
+            .contains("witness_probe_alpha")
+    );
+    assert!(
+        c.call("witness_probe_alpha")["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("alpha called at ")
+    );
+    c.call("witness_mutate_tools");
+    // Still using its session-start list: alpha again, never tools/list.
+    let again = c.call("witness_probe_alpha");
+    assert!(again.get("error").is_some(), "a gone tool is an error: {again}");
+    c.call("witness_status");
+    assert_eq!(c.notifications, ["notifications/tools/list_changed"]);
+    c.finish();
+
+    let run = analyze(&dir, &log, "tools");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("Client: ignorer 9.9"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("**Verdict: not compliant** (Q8:"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains(
+        "| 7 | Did the server send `notifications/tools/list_changed` after the mutate? | yes | log line "
+    ));
+    assert!(run.stdout.contains("| 8 | Did the client send `tools/list` after the notification, and how many ms later? | no | absent |"));
+}
+
+#[test]
+fn a_client_that_relists_but_still_calls_alpha_is_not_compliant() {
+    let dir = TempDir::new("stale");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("stale");
+    c.request("tools/list", json!({}));
+    c.call("witness_probe_alpha");
+    c.call("witness_mutate_tools");
+    let relist = c.request("tools/list", json!({}));
+    assert!(
+        relist["result"]["tools"]
+            .to_string()
+            .contains("witness_probe_beta")
+    );
+    c.call("witness_probe_beta");
+    c.call("witness_probe_alpha");
+    c.finish();
+
+    let run = analyze(&dir, &log, "tools");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("**Verdict: not compliant** (Q11:"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("| 9 | Did that list include beta (witness_probe_beta)? | yes |")
+    );
+}
+
+#[test]
+fn a_client_that_stops_half_way_is_incomplete() {
+    let dir = TempDir::new("half");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("quitter");
+    c.request("resources/list", json!({}));
+    let read = c.request("resources/read", json!({"uri": "probe://alpha"}));
+    assert_eq!(read["result"]["contents"][0]["text"], "I am the alpha resource");
+    c.finish();
+
+    let run = analyze(&dir, &log, "all");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert_eq!(
+        run.stdout.matches("**Verdict: incomplete**").count(),
+        3,
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("(Q3: mutate was never called)"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_complete_resources_cycle_by_a_test_client_is_compliant() {
+    let dir = TempDir::new("good");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("good");
+    c.request("resources/list", json!({}));
+    c.request("resources/read", json!({"uri": "probe://alpha"}));
+    c.call("witness_mutate_resources");
+    let second = c.call("witness_mutate_resources");
+    assert_eq!(second["result"]["isError"], true, "{second}");
+    c.request("resources/list", json!({}));
+    c.request("resources/read", json!({"uri": "probe://beta"}));
+    assert_eq!(
+        c.notifications,
+        ["notifications/resources/list_changed"],
+        "sent once"
+    );
+    c.finish();
+
+    let md = dir.join("report.md");
+    let run = witness(
+        &dir,
+        &[
+            "analyze",
+            log.to_str().unwrap(),
+            "--domain",
+            "resources",
+            "--markdown",
+            md.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.contains("**Verdict: compliant**"));
+    assert_eq!(std::fs::read_to_string(&md).unwrap(), run.stdout);
+}
+
+#[test]
+fn the_log_survives_sigterm_mid_session() {
+    log_survives_signal("TERM");
+}
+
+#[test]
+fn the_log_survives_sigint_mid_session() {
+    log_survives_signal("INT");
+}
+
+fn log_survives_signal(signal: &str) {
+    let dir = TempDir::new("signal");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("killed");
+    c.request("tools/list", json!({}));
+    c.call("witness_probe_alpha");
+    // Lines that are not JSON-RPC objects are logged raw and answered with a parse error:
+    // a JSON string, then plain text.
+    c.send(&json!("placeholder"));
+    let stdin = c.stdin.as_mut().unwrap();
+    writeln!(stdin, "not json at all").unwrap();
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    c.stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("-32700"), "{line}");
+    line.clear();
+    c.stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("-32700"), "{line}");
+
+    let pid = c.child.id().to_string();
+    let killed = Command::new("kill")
+        .args([&format!("-{signal}"), &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = c.child.wait().unwrap();
+    assert_eq!(status.code(), None, "ended by the signal");
+
+    let entries = log_lines(&log);
+    let dirs: Vec<&str> = entries.iter().map(|e| e["dir"].as_str().unwrap()).collect();
+    // initialize, its reply, initialized, list, reply, call, reply, "placeholder", error,
+    // raw line, error.
+    assert_eq!(
+        dirs,
+        [
+            "in", "out", "in", "in", "out", "in", "out", "in", "out", "in", "out"
+        ]
+    );
+    for e in &entries {
+        assert!(e["ts"].as_str().is_some_and(|ts| ts.len() == 29), "{e}");
+    }
+    assert_eq!(entries[5]["msg"]["params"]["name"], "witness_probe_alpha");
+    assert!(
+        entries[6]["msg"]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("alpha called at")
+    );
+    assert_eq!(entries[7]["raw"], "\"placeholder\"");
+    assert_eq!(entries[9]["raw"], "not json at all");
+    assert_eq!(entries[10]["msg"]["error"]["code"], -32700);
+}
+
+#[test]
+fn the_log_path_comes_from_the_environment_when_no_flag_is_given() {
+    let dir = TempDir::new("env");
+    let log = dir.join("from-env.jsonl");
+    let out = Command::new(WITNESS)
+        .arg("serve")
+        .current_dir(dir.path())
+        .env("MCP_WITNESS_LOG", &log)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            let mut stdin = child.stdin.take().unwrap();
+            writeln!(stdin, r#"{{"jsonrpc":"2.0","id":1,"method":"ping"}}"#).unwrap();
+            drop(stdin);
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        r#"{"id":1,"jsonrpc":"2.0","result":{}}"#
+    );
+    assert_eq!(log_lines(&log).len(), 2);
+    assert!(!dir.join("mcp-witness-serve.jsonl").exists());
+}
+
+/// The modern request envelope (2026-07-28).
+fn modern(mut params: Value, version: &str) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "modern-test", "version": "1"},
+    });
+    params
+}
+
+#[test]
+fn drive_modern_era_passes_against_serve() {
+    let dir = TempDir::new("drive-modern");
+    let run = witness(&dir, &["drive", "--domain", "all", "--era", "modern"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout.matches("**Verdict: compliant**").count(),
+        3,
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("yes, on subscription "), "{}", run.stdout);
+}
+
+#[test]
+fn a_modern_client_that_never_listens_gets_no_notification_and_is_not_compliant() {
+    let dir = TempDir::new("modern-deaf");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    let disc = c.request("server/discover", modern(json!({}), "2026-07-28"));
+    assert_eq!(
+        disc["result"]["supportedVersions"],
+        json!(["2026-07-28"]),
+        "{disc}"
+    );
+    assert_eq!(disc["result"]["resultType"], "complete");
+    let list = c.request("tools/list", modern(json!({}), "2026-07-28"));
+    assert_eq!(list["result"]["cacheScope"], "public", "{list}");
+    assert!(list["result"]["ttlMs"].is_u64());
+    for tool in ["witness_probe_alpha", "witness_mutate_tools", "witness_status"] {
+        let r = c.request(
+            "tools/call",
+            modern(json!({"name": tool, "arguments": {}}), "2026-07-28"),
+        );
+        assert!(r.get("result").is_some(), "{r}");
+    }
+    // No listen stream: in the modern era the change is not announced.
+    assert!(c.notifications.is_empty(), "{:?}", c.notifications);
+    c.finish();
+
+    let run = analyze(&dir, &log, "tools");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("**Verdict: not compliant** (Q6: the client never subscribed to list changes)"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_modern_listen_is_acknowledged_tagged_and_cancellable() {
+    let dir = TempDir::new("modern-listen");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    // Asks for prompts and a resource subscription: only the list filter is agreed to.
+    let listen = json!({"jsonrpc": "2.0", "id": "L1", "method": "subscriptions/listen",
+        "params": modern(json!({"notifications": {"promptsListChanged": true,
+            "resourceSubscriptions": ["probe://alpha"]}}), "2026-07-28")});
+    c.send(&listen);
+    let mut line = String::new();
+    c.stdout.read_line(&mut line).unwrap();
+    let ack: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L1"
+    );
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"promptsListChanged": true})
+    );
+
+    // Tools changes are not sent to a prompts-only listener; prompts changes are, tagged.
+    c.request(
+        "tools/call",
+        modern(json!({"name": "witness_mutate_tools"}), "2026-07-28"),
+    );
+    c.request(
+        "tools/call",
+        modern(json!({"name": "witness_mutate_prompts"}), "2026-07-28"),
+    );
+    // The notification follows the reply: one more request makes sure it was read.
+    c.request(
+        "tools/call",
+        modern(json!({"name": "witness_status"}), "2026-07-28"),
+    );
+    assert_eq!(c.notifications, ["notifications/prompts/list_changed"]);
+    // After cancelling, nothing more arrives.
+    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "L1"}}));
+    c.request(
+        "tools/call",
+        modern(json!({"name": "witness_mutate_resources"}), "2026-07-28"),
+    );
+    c.request(
+        "tools/call",
+        modern(json!({"name": "witness_status"}), "2026-07-28"),
+    );
+    assert_eq!(c.notifications.len(), 1, "{:?}", c.notifications);
+
+    // An unknown modern version is -32022 naming the supported ones; missing capabilities
+    // is -32602.
+    let bad = c.request("tools/list", modern(json!({}), "2099-01-01"));
+    assert_eq!(bad["error"]["code"], -32022, "{bad}");
+    assert_eq!(bad["error"]["data"]["supported"], json!(["2026-07-28"]));
+    let no_caps = c.request(
+        "tools/list",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}),
+    );
+    assert_eq!(no_caps["error"]["code"], -32602, "{no_caps}");
+    c.finish();
+
+    let entries = log_lines(&log);
+    let tagged = entries
+        .iter()
+        .find(|e| e["msg"]["method"] == "notifications/prompts/list_changed")
+        .unwrap();
+    assert_eq!(
+        tagged["msg"]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L1"
+    );
+}
