@@ -478,3 +478,44 @@ fn a_modern_listen_is_acknowledged_tagged_and_cancellable() {
         "L1"
     );
 }
+
+#[test]
+fn analyze_record_appends_a_signed_client_block_that_verifies() {
+    let dir = TempDir::new("record");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("ignorer");
+    c.request("tools/list", json!({}));
+    c.call("witness_probe_alpha");
+    c.call("witness_mutate_tools");
+    c.call("witness_probe_alpha");
+    c.finish();
+    let evidence = dir.join("clients.jsonl");
+    let run = witness(
+        &dir,
+        &[
+            "analyze",
+            log.to_str().unwrap(),
+            "--domain",
+            "tools",
+            "--record",
+            "-e",
+            evidence.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run.code, 1, "not compliant: {}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("recorded"), "{}", run.stderr);
+    let block: Value = serde_json::from_str(std::fs::read_to_string(&evidence).unwrap().trim()).unwrap();
+    assert_eq!(block["kind"], "client");
+    assert_eq!(block["client"], json!({"name": "ignorer", "version": "9.9"}));
+    assert_eq!(block["verdict"], "not compliant");
+    assert_eq!(block["domains"][0]["domain"], "tools");
+    assert_eq!(block["domains"][0]["question"], 8);
+    let bytes = std::fs::read(&log).unwrap();
+    use sha2::Digest;
+    assert_eq!(
+        block["log"]["sha256"],
+        mcp_witness::hex::encode(&sha2::Sha256::digest(&bytes)).as_str()
+    );
+    assert_eq!(witness(&dir, &["verify", evidence.to_str().unwrap()]).code, 0);
+}

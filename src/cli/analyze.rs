@@ -21,6 +21,15 @@ pub struct AnalyzeArgs {
     /// Also write the analysis as markdown to this file.
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
+    /// Append the result as a signed block of kind `client` to the evidence file.
+    #[arg(long)]
+    record: bool,
+    /// Evidence file for --record [default: evidence/clients.jsonl under the current folder].
+    #[arg(short = 'e', long, value_name = "FILE", requires = "record")]
+    evidence: Option<PathBuf>,
+    /// Signing key for --record [default: as for probe].
+    #[arg(long, value_name = "FILE", requires = "record")]
+    key: Option<PathBuf>,
 }
 
 pub fn run(args: AnalyzeArgs) -> u8 {
@@ -32,6 +41,34 @@ pub fn run(args: AnalyzeArgs) -> u8 {
         Err(e) => return super::error(format!("cannot read {}: {e}", args.log.display())),
     };
     let a = analyze::analyze(&log, &domains);
+    if args.record {
+        let record_args = super::server_args::RecordArgs {
+            evidence: args.evidence.clone(),
+            key: args.key.clone(),
+            no_record: false,
+        };
+        let recorder = match super::server_args::Recorder::new(&record_args, "clients.jsonl") {
+            Ok(r) => r,
+            Err(e) => return super::error(e),
+        };
+        let bytes = match std::fs::read(&args.log) {
+            Ok(b) => b,
+            Err(e) => return super::error(format!("cannot read {}: {e}", args.log.display())),
+        };
+        let path = std::path::absolute(&args.log).unwrap_or_else(|_| args.log.clone());
+        let body = crate::kit::record::block_body(&a, &path.display().to_string(), &bytes);
+        match recorder.record(body, false) {
+            Ok(super::server_args::Recorded::Appended { seq, hash, .. }) => {
+                eprintln!(
+                    "mcp-witness: recorded {} seq {seq} head {hash}",
+                    recorder.path().display()
+                )
+            }
+            Ok(super::server_args::Recorded::NotAppended(msg)) => eprintln!("mcp-witness: {msg}"),
+            Ok(super::server_args::Recorded::Off) => {}
+            Err(e) => return super::error(e),
+        }
+    }
     let text = analyze::markdown(&a, &args.log.display().to_string());
     out!("{text}");
     if let Some(path) = &args.markdown

@@ -193,7 +193,7 @@ fn check(line: &[u8], cache: &mut KeyCache, signature: bool) -> Result<Checked, 
     let Some(kind_fields) = kinds::fields_of(&kind) else {
         return Err(BlockError::Field(
             "kind",
-            "is not a kind this version knows (probe, check)",
+            "is not a kind this version knows (probe, check, client)",
         ));
     };
     check_fields(&scanned, line, kind_fields)?;

@@ -64,11 +64,21 @@ pub const CHECK: &[(&str, Types)] = &[
     ("strict", BOOL),
 ];
 
+/// The other fields of a `client` block (sorted).
+pub const CLIENT: &[(&str, Types)] = &[
+    ("client", OBJECT | NULL),
+    ("domains", ARRAY),
+    ("log", OBJECT),
+    ("observation_sha256", STRING),
+    ("verdict", STRING),
+];
+
 /// The fields of a kind beyond the envelope; `None` for a kind this version does not know.
 pub fn fields_of(kind: &str) -> Option<&'static [(&'static str, Types)]> {
     match kind {
         "probe" => Some(PROBE),
         "check" => Some(CHECK),
+        "client" => Some(CLIENT),
         _ => None,
     }
 }
@@ -89,7 +99,7 @@ pub fn type_of(value: &[u8]) -> Types {
 mod tests {
     #[test]
     fn field_lists_are_sorted_for_binary_search() {
-        for list in [super::ENVELOPE, super::PROBE, super::CHECK] {
+        for list in [super::ENVELOPE, super::PROBE, super::CHECK, super::CLIENT] {
             assert!(list.windows(2).all(|w| w[0].0 < w[1].0), "{list:?}");
         }
     }

@@ -100,6 +100,8 @@ pub struct DomainReport {
 #[derive(Debug, Clone, Default)]
 pub struct Analysis {
     pub client: Option<String>,
+    /// The client's own name and version, from its clientInfo.
+    pub client_info: Option<(String, Option<String>)>,
     pub entries: usize,
     pub unreadable: usize,
     pub domains: Vec<DomainReport>,
@@ -207,17 +209,23 @@ pub fn analyze(log: &Log, domains: &[Domain]) -> Analysis {
             is_request(e, "initialize") || is_request(e, "server/discover")
         })
         .or_else(|| v.find(0, usize::MAX, |e| any_request(e) && modern_meta(e).is_some()));
-    let client = init.and_then(|i| {
+    let client_info = init.and_then(|i| {
         let p = params(&v.e[i])?;
         let info = p
             .get("clientInfo")
             .or_else(|| p.get("_meta")?.get("io.modelcontextprotocol/clientInfo"))?;
-        let name = info.get("name")?.as_str()?;
-        let version = info.get("version").and_then(Value::as_str).unwrap_or("?");
-        Some(format!("{name} {version}"))
+        let name = info.get("name")?.as_str()?.to_string();
+        Some((
+            name,
+            info.get("version").and_then(Value::as_str).map(str::to_string),
+        ))
     });
+    let client = client_info
+        .as_ref()
+        .map(|(n, v)| format!("{n} {}", v.as_deref().unwrap_or("?")));
     Analysis {
         client,
+        client_info,
         entries: log.entries.len(),
         unreadable: log.unreadable,
         domains: domains.iter().map(|&d| domain(&v, init, d)).collect(),

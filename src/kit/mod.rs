@@ -4,6 +4,7 @@
 
 pub mod analyze;
 pub mod drive;
+pub mod record;
 pub mod serve;
 
 /// The three list domains the kit exercises.

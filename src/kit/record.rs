@@ -1,0 +1,79 @@
+//! Turning a client analysis into the body of a `client` evidence block.
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::analyze::{Analysis, Verdict};
+use crate::evidence::canonical;
+use crate::hex;
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(&Sha256::digest(bytes))
+}
+
+/// The block body: the client as it named itself, the log it was judged on (path, digest,
+/// size), every answer with its evidence line, and a verdict per domain and overall.
+pub fn block_body(a: &Analysis, log_path: &str, log_bytes: &[u8]) -> Map<String, Value> {
+    let stamp = crate::clock::now();
+    let host = hostname::get()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let client = a
+        .client_info
+        .as_ref()
+        .map(|(n, v)| json!({"name": n, "version": v}));
+    let domains: Vec<Value> = a
+        .domains
+        .iter()
+        .map(|d| {
+            let (question, why) = match &d.verdict {
+                Verdict::Compliant => (None, None),
+                Verdict::NotCompliant { question, why } => (Some(*question as u64), Some(why.clone())),
+                Verdict::Incomplete { missing } => (None, Some(missing.clone())),
+            };
+            json!({
+                "domain": d.domain.name(),
+                "verdict": d.verdict.word(),
+                "question": question,
+                "why": why,
+                "meaning": d.meaning,
+                "answers": d.rows.iter().map(|r| json!({
+                    "question": r.question,
+                    "answer": r.answer,
+                    "evidence_line": r.evidence.as_ref().map(|(line, _)| *line as u64),
+                    "evidence_ts": r.evidence.as_ref().map(|(_, ts)| ts.clone()),
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let overall = if a.domains.iter().all(|d| d.verdict == Verdict::Compliant) {
+        "compliant"
+    } else if a
+        .domains
+        .iter()
+        .any(|d| matches!(d.verdict, Verdict::NotCompliant { .. }))
+    {
+        "not compliant"
+    } else {
+        "incomplete"
+    };
+    let target = json!({"client": client});
+    let observation = json!({"client": client, "domains": domains, "verdict": overall});
+    let mut body = json!({
+        "kind": "client",
+        "observed_at": stamp.rfc3339,
+        "tz": stamp.tz,
+        "host": host,
+        "tool": {"name": "mcp-witness", "version": env!("CARGO_PKG_VERSION")},
+        "target": {"id": sha256_hex(&canonical::to_bytes(&target)), "client": client},
+        "client": client,
+        "log": {"path": log_path, "sha256": sha256_hex(log_bytes), "bytes": log_bytes.len() as u64, "entries": a.entries as u64},
+        "domains": domains,
+        "verdict": overall,
+        "observation_sha256": sha256_hex(&canonical::to_bytes(&observation)),
+    });
+    match body.take() {
+        Value::Object(m) => m,
+        _ => unreachable!("built as an object"),
+    }
+}
