@@ -174,14 +174,7 @@ pub fn tool_names(block: &Value) -> Vec<String> {
 /// Where `tests/setup/install-reference-servers` put the real servers. Fails the test with
 /// the command to run when they are not installed: a reference test never skips quietly.
 pub fn reference_dir() -> PathBuf {
-    let dir = std::env::var_os("MCP_WITNESS_REFERENCE_DIR")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("target")
-                .join("reference-servers")
-        });
+    let dir = install_root();
     let marker = dir.join("node/node_modules/@modelcontextprotocol/server-everything/package.json");
     assert!(
         marker.exists() && dir.join("venv/bin/mcp-server-time").exists(),
