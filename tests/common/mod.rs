@@ -237,14 +237,7 @@ pub fn tool_names_by_hand(argv: &[String]) -> Vec<String> {
 /// The verifier venv's python (PyNaCl, jsonschema). Fails the test with the command to run
 /// when it is missing.
 pub fn verifier_python() -> PathBuf {
-    let dir = std::env::var_os("MCP_WITNESS_REFERENCE_DIR")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("target")
-                .join("reference-servers")
-        });
+    let dir = install_root();
     let python = dir.join("verifier-venv").join("bin").join("python");
     assert!(
         python.exists(),
