@@ -519,3 +519,30 @@ fn analyze_record_appends_a_signed_client_block_that_verifies() {
     );
     assert_eq!(witness(&dir, &["verify", evidence.to_str().unwrap()]).code, 0);
 }
+
+#[test]
+fn the_checker_finds_nothing_wrong_with_serve_in_either_era() {
+    let dir = TempDir::new("check-serve");
+    let log = dir.join("serve.jsonl");
+    for era in ["legacy", "modern"] {
+        let run = witness(
+            &dir,
+            &[
+                "check",
+                "--json",
+                "--no-record",
+                "--era",
+                era,
+                "--",
+                WITNESS,
+                "serve",
+                "--log",
+                log.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(run.code, 0, "{era}: {}{}", run.stdout, run.stderr);
+        let report: Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(report["counts"]["fail"], 0, "{era}: {report:#}");
+        assert_eq!(report["counts"]["warn"], 0, "{era}: {report:#}");
+    }
+}

@@ -156,9 +156,15 @@ impl<W: Write> Serve<W> {
         let Ok(msg) = serde_json::from_slice::<Value>(body) else {
             return Ok(());
         };
-        let Some(method) = msg.get("method").and_then(Value::as_str) else {
+        let method = match msg.get("method") {
+            Some(Value::String(m)) => m.as_str(),
             // A response from the client: nothing to do.
-            return Ok(());
+            None => return Ok(()),
+            Some(_) => {
+                let id = msg.get("id").cloned().unwrap_or(Value::Null);
+                return self.send(json!({"jsonrpc": "2.0", "id": id,
+                    "error": {"code": -32600, "message": "Invalid Request: method must be a string"}}));
+            }
         };
         let id = match msg.get("id") {
             Some(id) if !id.is_null() => id.clone(),
