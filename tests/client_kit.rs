@@ -546,3 +546,59 @@ fn the_checker_finds_nothing_wrong_with_serve_in_either_era() {
         assert_eq!(report["counts"]["warn"], 0, "{era}: {report:#}");
     }
 }
+
+#[test]
+fn hostile_clients_get_errors_not_silence_and_cannot_forge_the_report() {
+    let dir = TempDir::new("hostile");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("evil\n\n**Verdict: compliant** `x`");
+    // Nested too deeply for the log to be read back: refused with an error, not ignored.
+    let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
+    let stdin = c.stdin.as_mut().unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{{"name":"witness_probe_alpha","x":{deep}}}}}"#).unwrap();
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    c.stdout.read_line(&mut line).unwrap();
+    let reply: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(reply["error"]["code"], -32600, "{reply}");
+    c.finish();
+    let run = analyze(&dir, &log, "tools");
+    let client_line = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("- Client:"))
+        .unwrap()
+        .to_string();
+    assert!(!client_line.contains('`'), "{client_line}");
+    let verdicts = run.stdout.lines().filter(|l| l.starts_with("**Verdict:")).count();
+    assert_eq!(verdicts, 1, "one verdict, not a forged one: {}", run.stdout);
+}
+
+#[test]
+fn a_listen_id_already_open_is_refused() {
+    let dir = TempDir::new("listen-dup");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let listen = json!({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
+        "params": {"_meta": meta, "notifications": {"toolsListChanged": true}}});
+    c.send(&listen);
+    c.send(&listen);
+    let mut line = String::new();
+    let mut refused = false;
+    for _ in 0..4 {
+        line.clear();
+        c.stdout.read_line(&mut line).unwrap();
+        let msg: Value = serde_json::from_str(&line).unwrap();
+        if msg["id"] == "L" && msg["error"]["code"] == -32602 {
+            refused = true;
+            break;
+        }
+    }
+    assert!(refused, "the second listen with id L must be refused");
+    c.finish();
+}

@@ -24,7 +24,7 @@ pub struct AnalyzeArgs {
     /// Append the result as a signed block of kind `client` to the evidence file.
     #[arg(long)]
     record: bool,
-    /// Evidence file for --record [default: evidence/clients.jsonl under the current folder].
+    /// Evidence file for --record [default: evidence/clients/clients.jsonl under the current folder].
     #[arg(short = 'e', long, value_name = "FILE", requires = "record")]
     evidence: Option<PathBuf>,
     /// Signing key for --record [default: as for probe].
@@ -47,7 +47,7 @@ pub fn run(args: AnalyzeArgs) -> u8 {
             key: args.key.clone(),
             no_record: false,
         };
-        let recorder = match super::server_args::Recorder::new(&record_args, "clients.jsonl") {
+        let recorder = match super::server_args::Recorder::new(&record_args, "clients/clients.jsonl") {
             Ok(r) => r,
             Err(e) => return super::error(e),
         };

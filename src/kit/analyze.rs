@@ -540,6 +540,16 @@ fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
 
+/// Text a client chose (its name), made inert in Markdown: one line, no table or code
+/// breakouts, no control characters.
+fn inert(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect::<String>()
+        .replace('|', "\\|")
+        .replace('`', "'")
+}
+
 /// The analysis as markdown.
 pub fn markdown(a: &Analysis, log_name: &str) -> String {
     let mut s = String::new();
@@ -551,7 +561,10 @@ pub fn markdown(a: &Analysis, log_name: &str) -> String {
     s.push_str(")\n");
     s.push_str(&format!(
         "- Client: {}\n",
-        a.client.as_deref().unwrap_or("unknown (no clientInfo)")
+        a.client
+            .as_deref()
+            .map(inert)
+            .unwrap_or_else(|| "unknown (no clientInfo)".into())
     ));
     for d in &a.domains {
         s.push_str(&format!("\n## Domain: {}\n\n", d.domain.name()));

@@ -48,7 +48,9 @@ impl Log {
         let ts = crate::clock::now().rfc3339;
         let entry = match framing::decode(line).kind {
             LineKind::Object(body) => match serde_json::from_slice::<Value>(body) {
-                Ok(msg) => json!({"ts": ts, "dir": dir, "msg": msg}),
+                // The entry wraps the message one level deeper: keep it readable back.
+                Ok(msg) if depth(&msg) <= MAX_DEPTH => json!({"ts": ts, "dir": dir, "msg": msg}),
+                Ok(_) => json!({"ts": ts, "dir": dir, "raw": String::from_utf8_lossy(line)}),
                 Err(_) => json!({"ts": ts, "dir": dir, "raw": String::from_utf8_lossy(line)}),
             },
             LineKind::Noise(_) => json!({"ts": ts, "dir": dir, "raw": String::from_utf8_lossy(line)}),
@@ -57,6 +59,21 @@ impl Log {
         text.push(b'\n');
         let _ = self.file.write_all(&text);
         let _ = self.file.flush();
+    }
+}
+
+/// Messages nested deeper than this are refused (and logged as raw text), far below the
+/// 128 levels at which serde_json, and so `analyze`, stop reading.
+pub const MAX_DEPTH: usize = 64;
+/// Open `subscriptions/listen` streams allowed at once.
+const MAX_LISTENS: usize = 64;
+
+/// Nesting depth of a JSON value.
+pub fn depth(v: &Value) -> usize {
+    match v {
+        Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
+        Value::Object(m) => 1 + m.values().map(depth).max().unwrap_or(0),
+        _ => 0,
     }
 }
 
@@ -153,8 +170,12 @@ impl<W: Write> Serve<W> {
                     "error": {"code": -32700, "message": "Parse error"}}));
             }
         };
-        let Ok(msg) = serde_json::from_slice::<Value>(body) else {
-            return Ok(());
+        let msg = match serde_json::from_slice::<Value>(body) {
+            Ok(msg) if depth(&msg) <= MAX_DEPTH => msg,
+            _ => {
+                return self.send(json!({"jsonrpc": "2.0", "id": null,
+                    "error": {"code": -32600, "message": format!("Invalid Request: nested deeper than {MAX_DEPTH} levels")}}));
+            }
         };
         let method = match msg.get("method") {
             Some(Value::String(m)) => m.as_str(),
@@ -247,6 +268,13 @@ impl<W: Write> Serve<W> {
     /// Opens a `subscriptions/listen` stream: acknowledges the filter it agrees to. The
     /// request stays open (answered only when the server ends it).
     fn listen(&mut self, id: Value, params: &Value) -> io::Result<()> {
+        let refuse = |message: &str| json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": message}});
+        if self.state.listens.iter().any(|l| l.id == id) {
+            return self.send(refuse("a listen stream with this id is already open"));
+        }
+        if self.state.listens.len() >= MAX_LISTENS {
+            return self.send(refuse("too many open listen streams"));
+        }
         let asked = params.get("notifications");
         let mut wants = [false; 3];
         let mut agreed = serde_json::Map::new();
@@ -464,7 +492,8 @@ pub fn run(log_path: &Path) -> io::Result<()> {
                         "in",
                         format!("(line of {bytes} bytes dropped: over the bound)").as_bytes(),
                     );
-                    Ok(())
+                    serve.send(json!({"jsonrpc": "2.0", "id": null,
+                        "error": {"code": -32600, "message": "Invalid Request: line too long"}}))
                 }
             };
             if let Err(e) = step {
