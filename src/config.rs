@@ -173,88 +173,63 @@ pub fn parse(text: &str, name: &str, path: &Path) -> Result<ServerEntry, ConfigE
 }
 
 /// Removes `//` and `/* */` comments and trailing commas outside strings (JSON with
-/// comments, as VS Code writes it). Plain JSON passes through unchanged.
+/// comments, as VS Code writes it). Plain JSON passes through unchanged. Comments go first,
+/// so a trailing comma followed by a comment is still seen as trailing.
 fn strip_jsonc(text: &str) -> String {
+    let without_comments = outside_strings(text, |bytes, i| match (bytes[i], bytes.get(i + 1)) {
+        (b'/', Some(b'/')) => Some(
+            bytes[i..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(bytes.len(), |n| i + n),
+        ),
+        (b'/', Some(b'*')) => Some(
+            bytes[i + 2..]
+                .windows(2)
+                .position(|w| w == b"*/")
+                .map_or(bytes.len(), |n| i + 2 + n + 2),
+        ),
+        _ => None,
+    });
+    outside_strings(&without_comments, |bytes, i| {
+        let next = bytes[i + 1..].iter().find(|c| !c.is_ascii_whitespace());
+        (bytes[i] == b',' && matches!(next, Some(b'}') | Some(b']'))).then_some(i + 1)
+    })
+}
+
+/// Copies `text`, skipping the byte ranges `skip` asks for, but never inside a JSON string:
+/// `skip(bytes, i)` returns where to resume when bytes from `i` are to be dropped.
+fn outside_strings(text: &str, skip: impl Fn(&[u8], usize) -> Option<usize>) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
-    let mut in_string = false;
     while i < bytes.len() {
-        let b = bytes[i];
-        if in_string {
-            out.push(b);
-            if b == b'\\' && i + 1 < bytes.len() {
-                out.push(bytes[i + 1]);
-                i += 2;
-                continue;
-            }
-            if b == b'"' {
-                in_string = false;
-            }
+        if bytes[i] == b'"' {
+            let end = string_end(bytes, i);
+            out.extend_from_slice(&bytes[i..end]);
+            i = end;
+        } else if let Some(resume) = skip(bytes, i) {
+            i = resume.min(bytes.len());
+        } else {
+            out.push(bytes[i]);
             i += 1;
-            continue;
-        }
-        match (b, bytes.get(i + 1)) {
-            (b'"', _) => {
-                in_string = true;
-                out.push(b);
-                i += 1;
-            }
-            (b'/', Some(b'/')) => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            (b'/', Some(b'*')) => {
-                i += 2;
-                while i < bytes.len() && !(bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/')) {
-                    i += 1;
-                }
-                i += 2;
-            }
-            (b',', _) => {
-                // Trailing commas are dropped in a second pass, once comments are gone.
-                out.push(b);
-                i += 1;
-            }
-            _ => {
-                out.push(b);
-                i += 1;
-            }
         }
     }
     // Only whole ASCII bytes were removed, so the rest is still UTF-8.
-    drop_trailing_commas(&String::from_utf8(out).unwrap_or_default())
+    String::from_utf8(out).unwrap_or_default()
 }
 
-/// Removes commas (outside strings) that only whitespace separates from `}` or `]`.
-fn drop_trailing_commas(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut in_string = false;
-    let mut i = 0;
+/// Offset just past the JSON string starting at `start` (a `"`), escapes included.
+fn string_end(bytes: &[u8], start: usize) -> usize {
+    let mut i = start + 1;
     while i < bytes.len() {
-        let b = bytes[i];
-        if in_string {
-            out.push(b);
-            if b == b'\\' && i + 1 < bytes.len() {
-                out.push(bytes[i + 1]);
-                i += 2;
-                continue;
-            }
-            in_string = b != b'"';
-        } else if b == b',' {
-            let next = bytes[i + 1..].iter().find(|c| !c.is_ascii_whitespace());
-            if !matches!(next, Some(b'}') | Some(b']')) {
-                out.push(b);
-            }
-        } else {
-            in_string = b == b'"';
-            out.push(b);
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return i + 1,
+            _ => i += 1,
         }
-        i += 1;
     }
-    String::from_utf8(out).unwrap_or_default()
+    bytes.len()
 }
 
 #[cfg(test)]
