@@ -29,12 +29,7 @@ pub fn block_body(r: &CheckReport) -> Map<String, Value> {
         "results": r.results.iter().map(|x| json!([x.id, x.status.as_str()])).collect::<Vec<_>>(),
         "could_not_run": r.could_not_run.is_some(),
     });
-    let body = json!({
-        "kind": "check",
-        "observed_at": r.stamp.rfc3339,
-        "tz": r.stamp.tz,
-        "host": r.host,
-        "tool": {"name": "mcp-witness", "version": env!("CARGO_PKG_VERSION")},
+    let fields = json!({
         "target": target_json(t),
         "era": r.era,
         "protocol_version": r.protocol_version,
@@ -46,8 +41,5 @@ pub fn block_body(r: &CheckReport) -> Map<String, Value> {
         "duration_ms": r.duration_ms,
         "observation_sha256": hex::encode(&Sha256::digest(canonical::to_bytes(&observation))),
     });
-    match body {
-        Value::Object(m) => m,
-        _ => unreachable!("built as an object"),
-    }
+    crate::evidence::block::body("check", &r.stamp, &r.host, fields)
 }

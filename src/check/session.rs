@@ -90,9 +90,7 @@ impl<'o> Ctx<'o> {
     /// session, runs the handshake and walks the declared lists.
     pub fn start(opts: &'o CheckOptions) -> Ctx<'o> {
         let stamp = clock::now();
-        let host = hostname::get()
-            .map(|h| h.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let host = crate::evidence::block::host_name();
         let mut prepared = crate::target::prepare(
             &opts.command,
             &opts.env,

@@ -24,6 +24,31 @@ pub const GENESIS_PREV: &str = "000000000000000000000000000000000000000000000000
 /// A block line longer than this is refused by every reader (blocks are bounded far below it).
 pub const MAX_LINE: usize = 16 << 20;
 
+/// This host's name, as blocks record it.
+pub fn host_name() -> String {
+    hostname::get()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// A block body: the fields every kind starts with (its kind, when and where it was
+/// observed, which tool wrote it), then the kind's own `fields` (a JSON object).
+pub fn body(kind: &str, stamp: &crate::clock::Stamp, host: &str, fields: Value) -> Map<String, Value> {
+    let mut map = match fields {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    map.insert("kind".into(), kind.into());
+    map.insert("observed_at".into(), stamp.rfc3339.clone().into());
+    map.insert("tz".into(), stamp.tz.clone().into());
+    map.insert("host".into(), host.into());
+    map.insert(
+        "tool".into(),
+        serde_json::json!({"name": "mcp-witness", "version": env!("CARGO_PKG_VERSION")}),
+    );
+    map
+}
+
 /// Where a block goes in its file.
 #[derive(Debug, Clone)]
 pub struct Link {

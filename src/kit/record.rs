@@ -15,9 +15,6 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// size), every answer with its evidence line, and a verdict per domain and overall.
 pub fn block_body(a: &Analysis, log_path: &str, log_bytes: &[u8]) -> Map<String, Value> {
     let stamp = crate::clock::now();
-    let host = hostname::get()
-        .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_default();
     let client = a
         .client_info
         .as_ref()
@@ -59,12 +56,7 @@ pub fn block_body(a: &Analysis, log_path: &str, log_bytes: &[u8]) -> Map<String,
     };
     let target = json!({"client": client});
     let observation = json!({"client": client, "domains": domains, "verdict": overall});
-    let mut body = json!({
-        "kind": "client",
-        "observed_at": stamp.rfc3339,
-        "tz": stamp.tz,
-        "host": host,
-        "tool": {"name": "mcp-witness", "version": env!("CARGO_PKG_VERSION")},
+    let fields = json!({
         "target": {"id": sha256_hex(&canonical::to_bytes(&target)), "client": client},
         "client": client,
         "log": {"path": log_path, "sha256": sha256_hex(log_bytes), "bytes": log_bytes.len() as u64, "entries": a.entries as u64},
@@ -72,8 +64,5 @@ pub fn block_body(a: &Analysis, log_path: &str, log_bytes: &[u8]) -> Map<String,
         "verdict": overall,
         "observation_sha256": sha256_hex(&canonical::to_bytes(&observation)),
     });
-    match body.take() {
-        Value::Object(m) => m,
-        _ => unreachable!("built as an object"),
-    }
+    crate::evidence::block::body("client", &stamp, &crate::evidence::block::host_name(), fields)
 }

@@ -104,9 +104,7 @@ pub(crate) struct Run<'o> {
 /// observation.
 pub fn probe(opts: &ProbeOptions) -> Observation {
     let stamp = clock::now();
-    let host = hostname::get()
-        .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let host = crate::evidence::block::host_name();
     let prepared = crate::target::prepare(
         &opts.command,
         &opts.env,

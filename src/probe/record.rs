@@ -118,12 +118,7 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
         "reasons": obs.reasons.iter().map(|r| r.code).collect::<Vec<_>>(),
     });
 
-    let body = json!({
-        "kind": "probe",
-        "observed_at": obs.stamp.rfc3339,
-        "tz": obs.stamp.tz,
-        "host": obs.host,
-        "tool": {"name": "mcp-witness", "version": env!("CARGO_PKG_VERSION")},
+    let fields = json!({
         "target": target,
         "era": obs.era.as_str(),
         "era_detection": obs.era_detection,
@@ -156,8 +151,5 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
         "teardown": teardown,
         "observation_sha256": sha256_hex(&observation),
     });
-    match body {
-        Value::Object(map) => map,
-        _ => unreachable!("built as an object"),
-    }
+    crate::evidence::block::body("probe", &obs.stamp, &obs.host, fields)
 }
