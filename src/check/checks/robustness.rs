@@ -53,6 +53,14 @@ fn schema_of(tool: &Value) -> Option<&Map<String, Value>> {
     tool.get("inputSchema").and_then(Value::as_object)
 }
 
+/// Whether the tool's inputSchema lists any required argument.
+fn requires_arguments(tool: &Value) -> bool {
+    schema_of(tool)
+        .and_then(|s| s.get("required"))
+        .and_then(Value::as_array)
+        .is_some_and(|r| !r.is_empty())
+}
+
 fn name_of(tool: &Value) -> Option<String> {
     tool.get("name").and_then(Value::as_str).map(str::to_string)
 }
@@ -98,12 +106,7 @@ pub fn missing_required(ctx: &mut Ctx<'_>) -> Outcome {
     let candidates: Vec<(String, Value)> = ctx
         .tool_list()
         .iter()
-        .filter(|t| {
-            schema_of(t)
-                .and_then(|s| s.get("required"))
-                .and_then(Value::as_array)
-                .is_some_and(|r| !r.is_empty())
-        })
+        .filter(|t| requires_arguments(t))
         .filter_map(|t| name_of(t).map(|n| (n, json!({}))))
         .collect();
     probe_calls(ctx, candidates, "required arguments missing", Outcome::fail)
@@ -161,12 +164,7 @@ fn opt_in_calls(ctx: &mut Ctx<'_>) -> Result<Vec<OptInCall>, Outcome> {
     let names: Vec<String> = ctx
         .tool_list()
         .iter()
-        .filter(|t| {
-            schema_of(t)
-                .and_then(|s| s.get("required"))
-                .and_then(Value::as_array)
-                .is_none_or(|r| r.is_empty())
-        })
+        .filter(|t| !requires_arguments(t))
         .filter_map(name_of)
         .filter(|n| ctx.opts.may_call(n))
         .take(MAX_CALLED)
