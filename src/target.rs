@@ -3,12 +3,57 @@
 
 use std::path::PathBuf;
 use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::framing::DEFAULT_MAX_LINE;
+use crate::transport::Grace;
 
 use crate::probe::EraChoice;
 use crate::probe::outcome::TargetSeen;
 use crate::program;
 use crate::redact::Redactor;
 use crate::transport::SpawnSpec;
+
+/// The server to run and how to talk to it: what `probe` and `check` share.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// The server's argv; the first element is the program.
+    pub command: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+    pub era: EraChoice,
+    /// Overrides the era's default version.
+    pub protocol_version: Option<String>,
+    /// Bound on each wait for a reply.
+    pub timeout: Duration,
+    /// Bound on one stdout line.
+    pub max_line: usize,
+    pub grace: Grace,
+}
+
+impl ServerOptions {
+    /// The documented defaults for `command`.
+    pub fn new(command: Vec<String>) -> Self {
+        ServerOptions {
+            command,
+            env: Vec::new(),
+            cwd: None,
+            era: EraChoice::Legacy,
+            protocol_version: None,
+            timeout: Duration::from_secs(10),
+            max_line: DEFAULT_MAX_LINE,
+            grace: Grace::default(),
+        }
+    }
+
+    /// Describes the target (its program is recorded when it resolves) and resolves the
+    /// program, starting its digest on a thread.
+    pub fn prepare(&self) -> (Prepared, Result<Launch, String>) {
+        let mut prepared = describe(self);
+        let launched = prepared.launch(self);
+        (prepared, launched)
+    }
+}
 
 /// A run's target before anything is started.
 pub struct Prepared {
@@ -19,33 +64,27 @@ pub struct Prepared {
 }
 
 /// Describes the target: absolute folder, redacted argv, sorted variable names.
-pub fn prepare(
-    command: &[String],
-    env: &[(String, String)],
-    cwd: Option<&PathBuf>,
-    era: EraChoice,
-    protocol_version: Option<&String>,
-) -> Prepared {
-    let cwd = match cwd {
+fn describe(o: &ServerOptions) -> Prepared {
+    let cwd = match &o.cwd {
         Some(c) => std::path::absolute(c).unwrap_or_else(|_| c.clone()),
         None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
     };
-    let redactor = Redactor::for_run(command, env);
-    let mut env_names: Vec<String> = env.iter().map(|(k, _)| k.clone()).collect();
+    let redactor = Redactor::for_run(&o.command, &o.env);
+    let mut env_names: Vec<String> = o.env.iter().map(|(k, _)| k.clone()).collect();
     env_names.sort();
     env_names.dedup();
     let target = TargetSeen {
-        command: redactor.argv(command),
+        command: redactor.argv(&o.command),
         program: None,
         program_sha256: None,
         cwd: cwd.display().to_string(),
         env_names,
-        era: match era {
+        era: match o.era {
             EraChoice::Legacy => "legacy",
             EraChoice::Modern => "modern",
             EraChoice::Auto => "auto",
         },
-        protocol_version: protocol_version.cloned(),
+        protocol_version: o.protocol_version.clone(),
     };
     Prepared {
         cwd,
@@ -62,15 +101,10 @@ pub struct Launch {
 }
 
 impl Prepared {
-    /// Resolves the program (PATH from `env` when it sets one) and records its path.
-    /// `explicit_cwd`: the server gets `cwd` only when the user named one.
-    pub fn launch(
-        &mut self,
-        command: &[String],
-        env: &[(String, String)],
-        explicit_cwd: bool,
-        max_line: usize,
-    ) -> Result<Launch, String> {
+    /// Resolves the program (PATH from the server's env when it sets one) and records its
+    /// path. The server gets `cwd` only when the user named one.
+    fn launch(&mut self, o: &ServerOptions) -> Result<Launch, String> {
+        let (command, env) = (&o.command, &o.env);
         let Some(name) = command.first() else {
             return Err("no server command was given".into());
         };
@@ -90,8 +124,8 @@ impl Prepared {
             argv0: name.clone(),
             args: command[1..].to_vec(),
             env: env.to_vec(),
-            cwd: explicit_cwd.then(|| self.cwd.clone()),
-            max_line,
+            cwd: o.cwd.is_some().then(|| self.cwd.clone()),
+            max_line: o.max_line,
         };
         Ok(Launch { spec, digest })
     }

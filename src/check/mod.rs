@@ -8,27 +8,15 @@ pub mod record;
 pub mod report;
 mod session;
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 pub use model::{CheckReport, CheckResult, Counts, Severity, Status};
 pub use session::{Ctx, Listing, Probed, SideRun};
 
-use crate::framing::DEFAULT_MAX_LINE;
-use crate::probe::EraChoice;
-use crate::transport::Grace;
-
 /// What `check` is asked to do.
 #[derive(Debug, Clone)]
 pub struct CheckOptions {
-    pub command: Vec<String>,
-    pub env: Vec<(String, String)>,
-    pub cwd: Option<PathBuf>,
-    pub era: EraChoice,
-    pub protocol_version: Option<String>,
-    /// Bound on each request's wait.
-    pub timeout: Duration,
-    pub max_line: usize,
+    pub server: crate::target::ServerOptions,
     /// `--only`: ids (and everything below them) to run; empty means all.
     pub only: Vec<String>,
     /// `--skip`: ids (and everything below them) not to run.
@@ -39,25 +27,17 @@ pub struct CheckOptions {
     pub call_tools: bool,
     /// `--safe-tool`: these tools may be called with valid arguments.
     pub safe_tools: Vec<String>,
-    pub grace: Grace,
 }
 
 impl CheckOptions {
     pub fn new(command: Vec<String>) -> Self {
         CheckOptions {
-            command,
-            env: Vec::new(),
-            cwd: None,
-            era: EraChoice::Legacy,
-            protocol_version: None,
-            timeout: Duration::from_secs(10),
-            max_line: DEFAULT_MAX_LINE,
+            server: crate::target::ServerOptions::new(command),
             only: Vec::new(),
             skip: Vec::new(),
             strict: false,
             call_tools: false,
             safe_tools: Vec::new(),
-            grace: Grace::default(),
         }
     }
 

@@ -91,14 +91,7 @@ impl<'o> Ctx<'o> {
     pub fn start(opts: &'o CheckOptions) -> Ctx<'o> {
         let stamp = clock::now();
         let host = crate::evidence::block::host_name();
-        let mut prepared = crate::target::prepare(
-            &opts.command,
-            &opts.env,
-            opts.cwd.as_ref(),
-            opts.era,
-            opts.protocol_version.as_ref(),
-        );
-        let launched = prepared.launch(&opts.command, &opts.env, opts.cwd.is_some(), opts.max_line);
+        let (prepared, launched) = opts.server.prepare();
         let mut ctx = Ctx {
             opts,
             rpc: None,
@@ -157,7 +150,7 @@ impl<'o> Ctx<'o> {
     }
 
     fn handshake(&mut self) {
-        let modern_first = matches!(self.opts.era, EraChoice::Modern | EraChoice::Auto);
+        let modern_first = matches!(self.opts.server.era, EraChoice::Modern | EraChoice::Auto);
         if !modern_first {
             self.start_side_runs();
         }
@@ -167,11 +160,12 @@ impl<'o> Ctx<'o> {
         if modern_first {
             let version = self
                 .opts
+                .server
                 .protocol_version
                 .clone()
                 .unwrap_or_else(|| DEFAULT_MODERN.into());
             let params = json!({"_meta": modern_meta(&version)});
-            let timeout = self.opts.timeout;
+            let timeout = self.opts.server.timeout;
             let reply = self
                 .rpc
                 .as_mut()
@@ -190,7 +184,7 @@ impl<'o> Ctx<'o> {
                     self.init = Some(map);
                     return;
                 }
-                other if self.opts.era == EraChoice::Modern => {
+                other if self.opts.server.era == EraChoice::Modern => {
                     self.could_not_run = Some(format!("server/discover {}", describe(&other)));
                     return;
                 }
@@ -206,6 +200,7 @@ impl<'o> Ctx<'o> {
         }
         let version = self
             .opts
+            .server
             .protocol_version
             .clone()
             .filter(|v| !MODERN_VERSIONS.contains(&v.as_str()))
@@ -215,7 +210,7 @@ impl<'o> Ctx<'o> {
             "capabilities": {},
             "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
         });
-        let timeout = self.opts.timeout;
+        let timeout = self.opts.server.timeout;
         let rpc = self.rpc.as_mut().expect("spawned");
         match rpc.request("initialize", Some(params), timeout) {
             Ok(Reply::Result(Value::Object(map))) => {
@@ -247,8 +242,8 @@ impl<'o> Ctx<'o> {
                 continue;
             }
             let spec = spec.clone();
-            let timeout = self.opts.timeout;
-            let grace = self.opts.grace;
+            let timeout = self.opts.server.timeout;
+            let grace = self.opts.server.grace;
             let (tx, rx) = std::sync::mpsc::channel();
             let handle = std::thread::spawn(move || side_run(&spec, version, timeout, grace, tx));
             self.side.push((version.to_string(), rx, handle));
@@ -384,7 +379,7 @@ impl<'o> Ctx<'o> {
             }
             params = Some(p);
         }
-        let timeout = self.opts.timeout;
+        let timeout = self.opts.server.timeout;
         match self.rpc.as_mut() {
             Some(rpc) => rpc.request(method, params, timeout),
             None => Err(NoReply::Exited),
@@ -395,7 +390,7 @@ impl<'o> Ctx<'o> {
     /// takes. A server answers in order, so when the later request's reply comes first (plus
     /// a short grace), the raw line got no reply: this costs a round trip, not a timeout.
     pub fn probe_line(&mut self, line: &[u8], accept: &dyn Fn(Option<&Value>) -> bool) -> Probed {
-        let timeout = self.opts.timeout;
+        let timeout = self.opts.server.timeout;
         let sentinel = if self.era == "modern" {
             let version = self.protocol_version.clone().unwrap_or_default();
             ("tools/list", Some(json!({"_meta": modern_meta(&version)})))
@@ -443,7 +438,7 @@ impl<'o> Ctx<'o> {
         line: &[u8],
         accept: &dyn Fn(Option<&Value>) -> bool,
     ) -> Result<Reply, NoReply> {
-        let timeout = self.opts.timeout;
+        let timeout = self.opts.server.timeout;
         let Some(rpc) = self.rpc.as_mut() else {
             return Err(NoReply::Exited);
         };
@@ -466,7 +461,7 @@ impl<'o> Ctx<'o> {
     /// Stops the main process and keeps its teardown.
     pub fn stop_main(&mut self) -> Option<&Teardown> {
         let rpc = self.rpc.take()?;
-        self.teardown = Some(rpc.server.teardown(self.opts.grace));
+        self.teardown = Some(rpc.server.teardown(self.opts.server.grace));
         self.teardown.as_ref()
     }
 

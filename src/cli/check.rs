@@ -68,21 +68,16 @@ pub fn run(args: CheckArgs) -> u8 {
     if let Some(bad) = args.only.iter().chain(&args.skip).find(|id| !known(id)) {
         return super::error(format!("`{bad}` names no check; see the check ids in the README"));
     }
-    let target = match args.server.resolve("check") {
-        Ok(t) => t,
+    let server = match args.server.options("check") {
+        Ok(s) => s,
         Err(e) => return super::error(e),
     };
     let recorder = match Recorder::new(&args.record, "checks.jsonl") {
         Ok(r) => r,
         Err(e) => return super::error(e),
     };
-    let mut opts = CheckOptions::new(target.command);
-    opts.env = target.env;
-    opts.cwd = target.cwd;
-    opts.era = args.server.era.into();
-    opts.protocol_version = args.server.protocol_version.clone();
-    opts.timeout = args.server.timeout;
-    opts.max_line = args.server.max_line.max(1024);
+    let mut opts = CheckOptions::new(Vec::new());
+    opts.server = server;
     opts.only = args.only.clone();
     opts.skip = args.skip.clone();
     opts.strict = args.strict;

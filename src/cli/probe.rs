@@ -92,8 +92,7 @@ pub fn run(args: ProbeArgs) -> u8 {
 }
 
 fn options(args: &ProbeArgs) -> Result<ProbeOptions, String> {
-    let s = &args.server;
-    let target = s.resolve("probe")?;
+    let server = args.server.options("probe")?;
     let call = match &args.call {
         None => None,
         Some(tool) => {
@@ -109,15 +108,7 @@ fn options(args: &ProbeArgs) -> Result<ProbeOptions, String> {
             })
         }
     };
-    let mut opts = ProbeOptions::new(target.command);
-    opts.env = target.env;
-    opts.cwd = target.cwd;
-    opts.era = s.era.into();
-    opts.protocol_version = s.protocol_version.clone();
-    opts.timeout = s.timeout;
-    opts.call = call;
-    opts.max_line = s.max_line.max(1024);
-    Ok(opts)
+    Ok(ProbeOptions { server, call })
 }
 
 fn print_summary(obs: &Observation) {

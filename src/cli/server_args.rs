@@ -13,6 +13,7 @@ use crate::evidence::append::{Outcome, append};
 use crate::evidence::keys;
 use crate::framing::DEFAULT_MAX_LINE;
 use crate::probe::EraChoice;
+use crate::target::ServerOptions;
 
 /// The server to run and how to talk to it.
 #[derive(Debug, Args)]
@@ -63,16 +64,10 @@ impl From<EraArg> for EraChoice {
     }
 }
 
-/// A server as resolved from the command line or a config file.
-pub struct Resolved {
-    pub command: Vec<String>,
-    pub env: Vec<(String, String)>,
-    pub cwd: Option<PathBuf>,
-}
-
 impl ServerArgs {
-    /// The command, environment and folder, from `-- COMMAND` or `--config/--server`.
-    pub fn resolve(&self, verb: &str) -> Result<Resolved, String> {
+    /// The server options: the command, environment and folder from `-- COMMAND` or
+    /// `--config/--server`, and how to talk to it.
+    pub fn options(&self, verb: &str) -> Result<ServerOptions, String> {
         let (command, mut env, mut cwd) = match (&self.config, &self.server) {
             (Some(path), Some(name)) => {
                 if !self.command.is_empty() {
@@ -94,7 +89,14 @@ impl ServerArgs {
         if self.cwd.is_some() {
             cwd = self.cwd.clone();
         }
-        Ok(Resolved { command, env, cwd })
+        let mut opts = ServerOptions::new(command);
+        opts.env = env;
+        opts.cwd = cwd;
+        opts.era = self.era.into();
+        opts.protocol_version = self.protocol_version.clone();
+        opts.timeout = self.timeout;
+        opts.max_line = self.max_line.max(1024);
+        Ok(opts)
     }
 }
 

@@ -35,7 +35,7 @@ impl Run<'_> {
             "capabilities": {},
             "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
         });
-        let timeout = self.opts.timeout;
+        let timeout = self.opts.server.timeout;
         let sent = std::time::Instant::now();
         let reply = self.rpc().request("initialize", Some(params), timeout);
         self.obs.timings.initialize = Some(sent.elapsed().as_millis() as u64);
@@ -95,7 +95,7 @@ impl Run<'_> {
     }
 
     pub(super) fn auto(&mut self) -> Step<()> {
-        if self.opts.protocol_version.is_none() {
+        if self.opts.server.protocol_version.is_none() {
             self.obs.protocol_requested = DEFAULT_MODERN.to_string();
         }
         self.spawn()?;
@@ -123,6 +123,7 @@ impl Run<'_> {
                 self.obs.timings.discover = self.obs.timings.discover.or(Some(0));
                 self.obs.protocol_requested = self
                     .opts
+                    .server
                     .protocol_version
                     .clone()
                     .filter(|v| LEGACY_VERSIONS.contains(&v.as_str()))
@@ -136,7 +137,7 @@ impl Run<'_> {
 
     /// Sends `server/discover`; on -32022 with a version we share, retries once with it.
     fn discover(&mut self) -> Step<Discovered> {
-        let timeout = self.opts.timeout;
+        let timeout = self.opts.server.timeout;
         let sent = std::time::Instant::now();
         let mut retried = false;
         loop {
@@ -181,12 +182,12 @@ impl Run<'_> {
                     )));
                 }
                 Ok(Reply::Malformed(_)) => return Ok(Discovered::NotModern("got a malformed reply".into())),
-                Err(NoReply::Timeout { waited_ms }) if self.opts.era == super::EraChoice::Auto => {
+                Err(NoReply::Timeout { waited_ms }) if self.opts.server.era == super::EraChoice::Auto => {
                     return Ok(Discovered::NotModern(format!(
                         "got no reply within {waited_ms} ms"
                     )));
                 }
-                Err(NoReply::Exited) if self.opts.era == super::EraChoice::Auto => {
+                Err(NoReply::Exited) if self.opts.server.era == super::EraChoice::Auto => {
                     return Ok(Discovered::NotModern("made the server exit".into()));
                 }
                 Err(e) => return Err(self.no_reply("server/discover", e)),

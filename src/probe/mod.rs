@@ -8,16 +8,14 @@ pub mod outcome;
 pub mod record;
 mod tools;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::clock;
-use crate::framing::DEFAULT_MAX_LINE;
 use crate::redact::Redactor;
 use crate::rpc::{NoReply, Reply, Rpc};
-use crate::transport::{ExitInfo, Grace, Server, SpawnSpec};
+use crate::transport::{ExitInfo, Server, SpawnSpec};
 use outcome::*;
 
 /// Legacy protocol versions this tool knows (initialize handshake).
@@ -49,33 +47,16 @@ pub struct CallRequest {
 /// Everything a probe needs to know.
 #[derive(Debug, Clone)]
 pub struct ProbeOptions {
-    /// The server's argv; the first element is the program.
-    pub command: Vec<String>,
-    pub env: Vec<(String, String)>,
-    pub cwd: Option<PathBuf>,
-    pub era: EraChoice,
-    /// Overrides the era's default version.
-    pub protocol_version: Option<String>,
-    /// Bound on each wait for a reply.
-    pub timeout: Duration,
+    pub server: crate::target::ServerOptions,
     pub call: Option<CallRequest>,
-    pub max_line: usize,
-    pub grace: Grace,
 }
 
 impl ProbeOptions {
     /// Options with the documented defaults for `command`.
     pub fn new(command: Vec<String>) -> Self {
         ProbeOptions {
-            command,
-            env: Vec::new(),
-            cwd: None,
-            era: EraChoice::Legacy,
-            protocol_version: None,
-            timeout: Duration::from_secs(10),
+            server: crate::target::ServerOptions::new(command),
             call: None,
-            max_line: DEFAULT_MAX_LINE,
-            grace: Grace::default(),
         }
     }
 }
@@ -105,18 +86,12 @@ pub(crate) struct Run<'o> {
 pub fn probe(opts: &ProbeOptions) -> Observation {
     let stamp = clock::now();
     let host = crate::evidence::block::host_name();
-    let prepared = crate::target::prepare(
-        &opts.command,
-        &opts.env,
-        opts.cwd.as_ref(),
-        opts.era,
-        opts.protocol_version.as_ref(),
-    );
-    let era = match opts.era {
+    let (prepared, launched) = opts.server.prepare();
+    let era = match opts.server.era {
         EraChoice::Modern => Era::Modern,
         _ => Era::Legacy,
     };
-    let requested = opts.protocol_version.clone().unwrap_or_else(|| {
+    let requested = opts.server.protocol_version.clone().unwrap_or_else(|| {
         if era == Era::Modern {
             DEFAULT_MODERN
         } else {
@@ -127,7 +102,7 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
     let obs = Observation {
         stamp,
         host,
-        target: prepared.target.clone(),
+        target: prepared.target,
         era,
         era_detection: None,
         protocol_requested: requested,
@@ -150,14 +125,14 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
         spec: None,
         rpc: None,
         obs,
-        redactor: prepared.redactor.clone(),
+        redactor: prepared.redactor,
         started: Instant::now(),
         stderr_total: 0,
         last_stderr_tail: None,
         earlier_survivors: Vec::new(),
     };
 
-    let digest = run.resolve(prepared);
+    let digest = run.resolve(launched);
     let _ = run.session();
     run.finish(digest)
 }
@@ -166,21 +141,14 @@ impl Run<'_> {
     /// Finds the program; starts hashing it on a thread.
     fn resolve(
         &mut self,
-        mut prepared: crate::target::Prepared,
+        launched: Result<crate::target::Launch, String>,
     ) -> Option<std::thread::JoinHandle<std::io::Result<String>>> {
-        let launched = prepared.launch(
-            &self.opts.command,
-            &self.opts.env,
-            self.opts.cwd.is_some(),
-            self.opts.max_line,
-        );
-        self.obs.target.program = prepared.target.program;
         match launched {
             Ok(launch) => {
                 self.spec = Some(launch.spec);
                 Some(launch.digest)
             }
-            Err(e) if self.opts.command.is_empty() => {
+            Err(e) if self.opts.server.command.is_empty() => {
                 self.fail("no_command", e);
                 None
             }
@@ -195,7 +163,7 @@ impl Run<'_> {
         if self.spec.is_none() {
             return Err(Stop);
         }
-        match self.opts.era {
+        match self.opts.server.era {
             EraChoice::Legacy => self.legacy()?,
             EraChoice::Modern => self.modern()?,
             EraChoice::Auto => self.auto()?,
@@ -306,7 +274,7 @@ impl Run<'_> {
                 "line_too_long",
                 format!(
                     "a stdout line grew past {} bytes ({bytes} seen) while waiting for {step}",
-                    self.opts.max_line
+                    self.opts.server.max_line
                 ),
             ),
             NoReply::StdinClosed => self.fail(
@@ -321,7 +289,7 @@ impl Run<'_> {
         let rpc = self.rpc.take()?;
         self.obs.traffic = merge_traffic(std::mem::take(&mut self.obs.traffic), rpc.traffic);
         let stderr = std::sync::Arc::clone(&rpc.server.stderr);
-        let teardown = rpc.server.teardown(self.opts.grace);
+        let teardown = rpc.server.teardown(self.opts.server.grace);
         if let Ok(log) = stderr.lock() {
             self.stderr_total += log.bytes;
             let mut tail = self.redactor.text(&log.text_tail());

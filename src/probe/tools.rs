@@ -16,7 +16,7 @@ const MAX_NAME_BYTES: usize = 4 << 20;
 impl Run<'_> {
     /// Lists every page. `modern` carries the protocol version when requests need `_meta`.
     pub(super) fn list_tools(&mut self, modern: Option<String>) -> Step<()> {
-        let timeout = self.opts.timeout;
+        let timeout = self.opts.server.timeout;
         let started = std::time::Instant::now();
         let mut seen = ToolsSeen {
             names_complete: true,
