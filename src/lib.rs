@@ -52,6 +52,7 @@ pub mod config;
 pub mod evidence;
 pub mod framing;
 pub mod hex;
+pub mod inert;
 pub mod kit;
 pub mod probe;
 pub mod program;
