@@ -98,6 +98,8 @@ pub struct Rpc {
     pub traffic: Traffic,
     /// Masks secrets in what is kept of stdout noise.
     pub redactor: Redactor,
+    /// The run's deadline: no wait goes past it, whatever its own timeout.
+    pub deadline: Option<Instant>,
 }
 
 impl Rpc {
@@ -107,7 +109,13 @@ impl Rpc {
             next_id: 1,
             traffic: Traffic::default(),
             redactor: Redactor::default(),
+            deadline: None,
         }
+    }
+
+    /// Whether the run's deadline has passed.
+    pub fn past_deadline(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
     /// Sends a notification (no reply expected).
@@ -190,6 +198,9 @@ impl Rpc {
     ) -> Result<Reply, NoReply> {
         let start = Instant::now();
         let mut deadline = start + timeout;
+        if let Some(run_deadline) = self.deadline {
+            deadline = deadline.min(run_deadline);
+        }
         let mut exited = self.server.exit_status().is_some();
         if exited {
             deadline = deadline.min(Instant::now() + DRAIN_AFTER_EXIT);

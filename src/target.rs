@@ -14,6 +14,11 @@ use crate::program;
 use crate::redact::Redactor;
 use crate::transport::SpawnSpec;
 
+/// The whole probe is bounded by this unless `--deadline` says otherwise.
+pub const PROBE_DEADLINE: Duration = Duration::from_secs(60);
+/// The whole check suite is bounded by this unless `--deadline` says otherwise.
+pub const CHECK_DEADLINE: Duration = Duration::from_secs(300);
+
 /// The server to run and how to talk to it: what `probe` and `check` share.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
@@ -26,6 +31,9 @@ pub struct ServerOptions {
     pub protocol_version: Option<String>,
     /// Bound on each wait for a reply.
     pub timeout: Duration,
+    /// Bound on the whole run; `None` takes the command's default ([`PROBE_DEADLINE`] or
+    /// [`CHECK_DEADLINE`]).
+    pub deadline: Option<Duration>,
     /// Bound on one stdout line.
     pub max_line: usize,
     pub grace: Grace,
@@ -41,6 +49,7 @@ impl ServerOptions {
             era: EraChoice::Legacy,
             protocol_version: None,
             timeout: Duration::from_secs(10),
+            deadline: None,
             max_line: DEFAULT_MAX_LINE,
             grace: Grace::default(),
         }

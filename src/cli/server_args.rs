@@ -21,6 +21,10 @@ pub struct ServerArgs {
     /// Bound on each wait for a reply, in seconds (fractions allowed).
     #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_secs)]
     pub timeout: Duration,
+    /// Bound on the whole run, in seconds [default: 60 for probe, 300 for check]. Each wait
+    /// ends at the deadline at the latest; the block says which bound ended the run.
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub deadline: Option<Duration>,
     /// Handshake era: legacy (initialize), modern (server/discover), or auto (try modern, fall back).
     #[arg(long, value_enum, default_value = "legacy")]
     pub era: EraArg,
@@ -95,6 +99,7 @@ impl ServerArgs {
         opts.era = self.era.into();
         opts.protocol_version = self.protocol_version.clone();
         opts.timeout = self.timeout;
+        opts.deadline = self.deadline;
         opts.max_line = self.max_line.max(1024);
         Ok(opts)
     }

@@ -307,6 +307,7 @@ fn check_fields(
 ) -> Result<(), BlockError> {
     for (name, types) in kinds::ENVELOPE.iter().chain(kind) {
         match scanned.get(line, name) {
+            None if types & kinds::OPTIONAL != 0 => {}
             None => return Err(BlockError::Field(name, "is missing")),
             Some(v) if kinds::type_of(v) & types == 0 => {
                 return Err(BlockError::Field(name, "has the wrong JSON type"));

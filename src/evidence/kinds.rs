@@ -11,6 +11,8 @@ pub const ARRAY: Types = 8;
 pub const BOOL: Types = 16;
 pub const NULL: Types = 32;
 pub const ANY: Types = STRING | INTEGER | OBJECT | ARRAY | BOOL | NULL;
+/// The field may be absent: blocks written before it existed lack it.
+pub const OPTIONAL: Types = 64;
 
 /// Fields every block has (sorted: looked up by binary search).
 pub const ENVELOPE: &[(&str, Types)] = &[
@@ -31,6 +33,8 @@ pub const ENVELOPE: &[(&str, Types)] = &[
 
 /// The other fields of a `probe` block (sorted).
 pub const PROBE: &[(&str, Types)] = &[
+    // Which bound ended the run early: "timeout", "deadline", or null.
+    ("bound", STRING | NULL | OPTIONAL),
     ("call", OBJECT | NULL),
     // Foreign JSON as the server replied (or its JSON text when it held non-integers).
     ("capabilities", ANY),
@@ -53,6 +57,7 @@ pub const PROBE: &[(&str, Types)] = &[
 
 /// The other fields of a `check` block (sorted).
 pub const CHECK: &[(&str, Types)] = &[
+    ("bound", STRING | NULL | OPTIONAL),
     ("could_not_run", STRING | NULL),
     ("counts", OBJECT),
     ("duration_ms", INTEGER),
@@ -61,6 +66,9 @@ pub const CHECK: &[(&str, Types)] = &[
     ("protocol_version", STRING | NULL),
     ("results", ARRAY),
     ("server", OBJECT | NULL),
+    // What the main server process showed: stderr bytes and (when the suite could not run or
+    // a server process died) its tail; stdout bytes; a silence like a probe's.
+    ("session", OBJECT | OPTIONAL),
     ("strict", BOOL),
 ];
 

@@ -152,6 +152,13 @@ impl Run<'_> {
                     data,
                     ..
                 }) => {
+                    // Only a modern server answers -32022: the era is known even when no
+                    // version is shared.
+                    self.obs.era = Era::Modern;
+                    if self.opts.server.era == super::EraChoice::Auto {
+                        self.obs.era_detection =
+                            Some("server/discover answered -32022 (unsupported protocol version)".into());
+                    }
                     let supported: Vec<String> = data
                         .as_ref()
                         .and_then(|d| d.get("supported"))
@@ -222,6 +229,7 @@ impl Run<'_> {
             self.obs.protocol_version = Some(v.to_string());
             self.obs.protocol_requested = v.to_string();
         } else {
+            self.obs.era = Era::Modern;
             return Err(self.fail(
                 "no_common_version",
                 format!(

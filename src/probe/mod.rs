@@ -114,6 +114,7 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
         verdict: Verdict::Fail,
         reasons: Vec::new(),
         silence: None,
+        bound: None,
         traffic: Default::default(),
         stderr_bytes: 0,
         stderr_tail: None,
@@ -185,6 +186,7 @@ impl Run<'_> {
             Ok(server) => {
                 let mut rpc = Rpc::new(server);
                 rpc.redactor = self.redactor.clone();
+                rpc.deadline = Some(self.started + self.deadline());
                 self.rpc = Some(rpc);
                 Ok(())
             }
@@ -193,6 +195,11 @@ impl Run<'_> {
                 Err(self.fail("spawn_failed", msg))
             }
         }
+    }
+
+    /// The bound on the whole run.
+    fn deadline(&self) -> Duration {
+        self.opts.server.deadline.unwrap_or(crate::target::PROBE_DEADLINE)
     }
 
     pub(crate) fn rpc(&mut self) -> &mut Rpc {
@@ -248,10 +255,25 @@ impl Run<'_> {
                 } else {
                     String::new()
                 };
-                self.obs.reasons.push(Reason::new(
-                    "no_reply",
-                    format!("no reply to {step} within {waited_ms} ms while the server was alive{detail}"),
-                ));
+                let reason = if self.rpc().past_deadline() {
+                    self.obs.bound = Some(Bound::Deadline);
+                    Reason::new(
+                        "deadline",
+                        format!(
+                            "the run's deadline of {} s passed while waiting {waited_ms} ms for {step}{detail}; raise it with --deadline",
+                            self.deadline().as_secs_f64()
+                        ),
+                    )
+                } else {
+                    self.obs.bound = Some(Bound::Timeout);
+                    Reason::new(
+                        "no_reply",
+                        format!(
+                            "no reply to {step} within {waited_ms} ms while the server was alive{detail}; raise the wait with --timeout"
+                        ),
+                    )
+                };
+                self.obs.reasons.push(reason);
                 Stop
             }
             NoReply::Exited => {
@@ -353,7 +375,7 @@ impl Run<'_> {
     }
 }
 
-fn merge_traffic(mut a: crate::rpc::Traffic, b: crate::rpc::Traffic) -> crate::rpc::Traffic {
+pub(crate) fn merge_traffic(mut a: crate::rpc::Traffic, b: crate::rpc::Traffic) -> crate::rpc::Traffic {
     use crate::rpc::NOISE_KEEP;
     a.noise_count += b.noise_count;
     a.noise.extend(b.noise);

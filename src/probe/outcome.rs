@@ -66,6 +66,22 @@ impl Era {
     }
 }
 
+/// The bound that ended a run early: one wait's `--timeout`, or the whole run's `--deadline`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    Timeout,
+    Deadline,
+}
+
+impl Bound {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bound::Timeout => "timeout",
+            Bound::Deadline => "deadline",
+        }
+    }
+}
+
 /// Symptoms of a silent server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Silence {
@@ -75,6 +91,19 @@ pub struct Silence {
     pub stdout_bytes: u64,
     pub stderr_bytes: u64,
     pub alive: bool,
+}
+
+impl Silence {
+    /// As a block records it.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "step": self.step,
+            "waited_ms": self.waited_ms,
+            "stdout_bytes": self.stdout_bytes,
+            "stderr_bytes": self.stderr_bytes,
+            "alive": self.alive,
+        })
+    }
 }
 
 /// The server's identity as it replied.
@@ -153,6 +182,8 @@ pub struct Observation {
     pub verdict: Verdict,
     pub reasons: Vec<Reason>,
     pub silence: Option<Silence>,
+    /// Which bound ended the run early, if one did.
+    pub bound: Option<Bound>,
     pub traffic: Traffic,
     pub stderr_bytes: u64,
     /// Redacted stderr tail, kept for fail and inconclusive only.

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use super::outcome::{Observation, TargetSeen};
+use super::outcome::{Bound, Observation, TargetSeen};
 use crate::evidence::canonical;
 use crate::hex;
 use crate::transport::ExitInfo;
@@ -71,15 +71,7 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
         .iter()
         .map(|r| json!({"code": r.code, "message": r.message}))
         .collect();
-    let silence = obs.silence.as_ref().map(|s| {
-        json!({
-            "step": s.step,
-            "waited_ms": s.waited_ms,
-            "stdout_bytes": s.stdout_bytes,
-            "stderr_bytes": s.stderr_bytes,
-            "alive": s.alive,
-        })
-    });
+    let silence = obs.silence.as_ref().map(super::outcome::Silence::to_json);
     let tr = &obs.traffic;
     let noise_lines: Vec<Value> = tr
         .noise
@@ -131,6 +123,7 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
         "verdict": obs.verdict.as_str(),
         "reasons": reasons,
         "silence": silence,
+        "bound": obs.bound.map(Bound::as_str),
         "stdout_noise": {"count": tr.noise_count, "lines": noise_lines, "crlf_lines": tr.crlf_lines},
         "messages": {
             "count": tr.messages,
