@@ -97,7 +97,7 @@ fn the_bad_server_has_every_finding() {
         ("schema.input_schema.undescribed_params", "warn"),
         ("schema.output_schema", "fail"),
         ("schema.annotations", "fail"),
-        ("schema.context_weight", "fail"),
+        ("schema.context_weight", "warn"),
         ("schema.tool_count", "warn"),
         ("robustness.unknown_tool", "fail"),
         ("robustness.missing_required", "fail"),
@@ -108,7 +108,8 @@ fn the_bad_server_has_every_finding() {
         ("hygiene.stdout_purity", "fail"),
         ("hygiene.framing", "warn"),
         ("hygiene.stderr", "warn"),
-        ("hygiene.survival", "fail"),
+        // It died of the malformed-input check's line and was started again.
+        ("hygiene.survival", "pass"),
     ];
     for (id, status) in expected {
         assert_eq!(
@@ -357,9 +358,201 @@ fn the_github_action_check_step_sets_its_outputs() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("::error title=schema."), "{stdout}");
     let outputs = std::fs::read_to_string(&output).unwrap();
-    assert!(outputs.contains("failures=9\n"), "{outputs}");
-    assert!(outputs.contains("warnings=6\n"), "{outputs}");
+    assert!(outputs.contains("failures=8\n"), "{outputs}");
+    assert!(outputs.contains("warnings=7\n"), "{outputs}");
     let report_line = outputs.lines().find(|l| l.starts_with("report=")).unwrap();
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&report_line[7..]).unwrap()).unwrap();
-    assert_eq!(report["counts"]["fail"], 9);
+    assert_eq!(report["counts"]["fail"], 8);
+}
+
+fn result<'a>(report: &'a Value, id: &str) -> &'a Value {
+    report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("no result {id}: {report:#}"))
+}
+
+#[test]
+fn the_bad_servers_stderr_is_blamed_only_for_what_the_checks_did_not_provoke() {
+    let b = Bench::new("check-bad-stderr");
+    let (_, report, _) = check(&b, &["--timeout", "3"], &["bad"]);
+    let stderr = result(&report, "hygiene.stderr");
+    let message = stderr["message"].as_str().unwrap();
+    // The unhandled rejection it logs at start-up is its own; the traceback it prints when
+    // the malformed-input check's line kills it is not.
+    assert!(
+        message.contains("unhandled Node promise rejection during start-up"),
+        "{stderr}"
+    );
+    assert!(
+        message.contains("a Python traceback during robustness.malformed_input"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn every_robustness_finding_says_what_was_sent_and_what_came_back() {
+    let b = Bench::new("check-bad-payloads");
+    let (_, report, _) = check(
+        &b,
+        &[
+            "--timeout",
+            "3",
+            "--safe-tool",
+            "shape_bad",
+            "--safe-tool",
+            "big_result",
+        ],
+        &["bad"],
+    );
+    let findings: Vec<&Value> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["group"] == "robustness" && (r["status"] == "fail" || r["status"] == "warn"))
+        .collect();
+    assert_eq!(findings.len(), 6, "{report:#}");
+    for f in findings {
+        let payload = f["payload"].as_str().unwrap_or_else(|| panic!("no payload: {f}"));
+        assert!(payload.contains("sent: "), "{f}");
+        assert!(payload.contains("received: "), "{f}");
+    }
+}
+
+#[test]
+fn a_server_that_exits_on_bad_input_is_restarted_and_that_is_one_finding() {
+    let b = Bench::new("check-exit-on-bad");
+    let (code, report, _) = check(&b, &["--timeout", "5"], &["exit-on-bad-input"]);
+    assert_eq!(code, 1, "{report:#}");
+    let parse = result(&report, "protocol.parse_error");
+    assert_eq!(parse["status"], "fail", "{parse}");
+    assert!(
+        parse["message"].as_str().unwrap().contains("started again"),
+        "{parse}"
+    );
+    // The same cause is not counted again, and nothing waits for a dead server.
+    for id in ["protocol.invalid_request", "robustness.malformed_input"] {
+        let r = result(&report, id);
+        assert_eq!(r["status"], "skip", "{r}");
+        assert!(
+            r["message"].as_str().unwrap().contains("protocol.parse_error"),
+            "{r}"
+        );
+    }
+    let fails: Vec<&str> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] == "fail")
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(fails, ["protocol.parse_error"], "{report:#}");
+    // The checks after it ran on the fresh process.
+    assert_eq!(result(&report, "protocol.ping")["status"], "pass");
+    assert_eq!(result(&report, "robustness.unknown_tool")["status"], "pass");
+    assert_eq!(result(&report, "hygiene.survival")["status"], "pass");
+    // The Go panic it printed was provoked by the check: not a stderr finding.
+    assert_eq!(result(&report, "hygiene.stderr")["status"], "pass");
+    let block = b.last_block();
+    assert_eq!(
+        block["session"]["restarts"],
+        serde_json::json!(["protocol.parse_error"])
+    );
+    assert!(
+        block["session"]["stderr"]["tail"]
+            .as_str()
+            .unwrap()
+            .contains("panic: jsonrpc"),
+        "{block:#}"
+    );
+    assert_eq!(b.run(&["verify", b.evidence.to_str().unwrap()]).code, 0);
+}
+
+#[test]
+fn the_version_side_runs_start_only_after_the_main_handshake() {
+    let b = Bench::new("check-side-order");
+    let log = b.dir.join("starts.log");
+    let (_, report, _) = check(&b, &["--timeout", "5"], &["record-starts", log.to_str().unwrap()]);
+    assert_eq!(
+        result(&report, "protocol.version_negotiation.unknown")["status"],
+        "pass"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    let events: Vec<(&str, u32, u128)> = text
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f[0], f[1].parse().unwrap(), f[2].parse().unwrap())
+        })
+        .collect();
+    let (_, main_pid, _) = events[0];
+    let main_ready = events
+        .iter()
+        .find(|(what, pid, _)| *what == "initialized" && *pid == main_pid)
+        .map(|e| e.2)
+        .expect("the main process answered initialize");
+    let side_starts: Vec<u128> = events
+        .iter()
+        .filter(|(what, pid, _)| *what == "start" && *pid != main_pid)
+        .map(|e| e.2)
+        .collect();
+    assert_eq!(side_starts.len(), 2, "{text}");
+    assert!(side_starts.iter().all(|&t| t >= main_ready), "{text}");
+}
+
+#[test]
+fn a_check_that_could_not_run_records_what_the_server_showed() {
+    let b = Bench::new("check-silent-block");
+    let (code, report, _) = check(&b, &["--timeout", "1"], &["silent"]);
+    assert_eq!(code, 2);
+    assert_eq!(report["bound"], "timeout");
+    let block = b.last_block();
+    assert_eq!(block["bound"], "timeout");
+    let silence = &block["session"]["silence"];
+    assert_eq!(silence["step"], "initialize", "{block:#}");
+    assert_eq!(silence["stdout_bytes"], 0);
+    assert_eq!(silence["alive"], true);
+
+    let b = Bench::new("check-crash-block");
+    let (code, _, _) = check(&b, &["--timeout", "3"], &["crash"]);
+    assert_eq!(code, 2);
+    let block = b.last_block();
+    assert!(
+        block["session"]["stderr"]["bytes"].as_u64().unwrap() > 0,
+        "{block:#}"
+    );
+    assert!(
+        block["session"]["stderr"]["tail"]
+            .as_str()
+            .unwrap()
+            .contains("RuntimeError: boom"),
+        "{block:#}"
+    );
+    assert_eq!(b.run(&["verify", b.evidence.to_str().unwrap()]).code, 0);
+}
+
+#[test]
+fn the_check_deadline_bounds_the_whole_run() {
+    let b = Bench::new("check-deadline");
+    let (code, report, _) = check(&b, &["--timeout", "30", "--deadline", "1"], &["silent"]);
+    assert_eq!(code, 2, "{report:#}");
+    assert_eq!(report["bound"], "deadline");
+    assert_eq!(b.last_block()["bound"], "deadline");
+}
+
+#[test]
+fn a_modern_server_sharing_no_version_is_modern_in_auto_era() {
+    let b = Bench::new("check-future-only");
+    let (code, report, _) = check(&b, &["--era", "auto"], &["future-only"]);
+    assert_eq!(code, 2, "{report:#}");
+    assert_eq!(report["era"], "modern");
+    assert!(
+        report["could_not_run"]
+            .as_str()
+            .unwrap()
+            .contains("no common version"),
+        "{report:#}"
+    );
 }

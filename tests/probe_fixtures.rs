@@ -525,3 +525,30 @@ fn a_stdout_flood_does_not_stretch_the_timeout() {
     );
     assert!(block["stdout_noise"]["count"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn the_deadline_bounds_the_whole_probe_and_the_block_names_it() {
+    let b = Bench::new("probe-deadline");
+    let run = b.probe_fixture(&["--timeout", "30", "--deadline", "1"], &["silent"]);
+    assert_eq!(run.code, 3, "{}", run.stdout);
+    let block = b.last_block();
+    assert_eq!(reason_codes(&block), ["deadline"]);
+    assert_eq!(block["bound"], "deadline");
+    assert!(block["silence"]["waited_ms"].as_u64().unwrap() < 30_000);
+    assert!(run.stdout.contains("--deadline"), "{}", run.stdout);
+
+    let b = Bench::new("probe-timeout-bound");
+    let run = b.probe_fixture(&["--timeout", "0.5"], &["silent"]);
+    assert_eq!(run.code, 3);
+    assert_eq!(b.last_block()["bound"], "timeout");
+}
+
+#[test]
+fn auto_era_records_modern_when_discover_shares_no_version() {
+    let b = Bench::new("probe-future-only");
+    let run = b.probe_fixture(&["--era", "auto"], &["future-only"]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let block = b.last_block();
+    assert_eq!(block["era"], "modern");
+    assert_eq!(reason_codes(&block), ["no_common_version"]);
+}

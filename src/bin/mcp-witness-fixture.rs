@@ -74,9 +74,18 @@
 //!   end of file.
 //! - `wrong-id`: sends every reply twice, first with a wrong id (9999, or
 //!   9998 when the request id is 9999).
+//! - `exit-on-bad-input`: like `correct`, but a line that is not JSON or not
+//!   a valid request makes it print a Go panic on stderr and exit 2 (as
+//!   servers on the official Go SDK end on bad input).
+//! - `future-only`: answers `server/discover` (and any request carrying a
+//!   modern `_meta`) with -32022 listing only version "2099-01-01".
+//! - `busy-start <MS>`: burns CPU for MS milliseconds before reading stdin.
+//! - `record-starts <FILE>`: like `correct`, and appends "start PID NANOS" to
+//!   FILE when it starts and "initialized PID NANOS" when it has answered
+//!   `initialize` (NANOS: since the Unix epoch).
 //! - `bad`: legacy era only, a catalogue of conformance defects for a checker
 //!   to find. It first prints "Server running on stdio" and an npm warning on
-//!   stdout and ends every JSON line with CRLF. `initialize` echoes any
+//!   stdout, and an unhandled promise rejection warning on stderr, and ends every JSON line with CRLF. `initialize` echoes any
 //!   requested version (1999-01-01 too) but dies with a Python traceback
 //!   ("ValueError: unsupported", exit 1) on 2024-11-05; serverInfo has no
 //!   version; it declares `resources` and `prompts` too, yet `resources/list`
@@ -150,6 +159,10 @@ enum Behaviour {
     Stubborn,
     StdoutClose,
     WrongId,
+    ExitOnBadInput,
+    FutureOnly,
+    BusyStart(u64),
+    RecordStarts,
     Bad,
 }
 
@@ -182,6 +195,9 @@ const SIMPLE_BEHAVIOURS: &[(&str, Behaviour)] = &[
     ("stubborn", Stubborn),
     ("stdout-close", StdoutClose),
     ("wrong-id", WrongId),
+    ("exit-on-bad-input", ExitOnBadInput),
+    ("future-only", FutureOnly),
+    ("record-starts", RecordStarts),
     ("bad", Bad),
 ];
 
@@ -193,6 +209,7 @@ impl Behaviour {
         };
         match name {
             "slow-start" => Ok(SlowStart(number("MS")?)),
+            "busy-start" => Ok(BusyStart(number("MS")?)),
             "huge-line" => Ok(HugeLine(usize::try_from(number("BYTES")?).unwrap_or(usize::MAX))),
             _ => SIMPLE_BEHAVIOURS
                 .iter()
@@ -206,7 +223,7 @@ impl Behaviour {
 fn usage() -> String {
     let names: Vec<&str> = SIMPLE_BEHAVIOURS.iter().map(|(n, _)| *n).collect();
     format!(
-        "usage: {SERVER_NAME} <BEHAVIOUR> [ARG]\nbehaviours: {}, slow-start <MS>, huge-line <BYTES>",
+        "usage: {SERVER_NAME} <BEHAVIOUR> [ARG]\nbehaviours: {}, slow-start <MS>, busy-start <MS>, huge-line <BYTES>",
         names.join(", ")
     )
 }
@@ -251,6 +268,14 @@ fn run(behaviour: Behaviour, args: &[String]) -> io::Result<()> {
             return Ok(());
         }
         SlowStart(ms) => sleep(Duration::from_millis(ms)),
+        BusyStart(ms) => {
+            let until = Instant::now() + Duration::from_millis(ms);
+            let mut x = 0u64;
+            while Instant::now() < until {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+        }
+        RecordStarts => record_start("start")?,
         Grandchild => {
             let pid = spawn_helper("sleeper")?;
             eprintln!("grandchild pid {pid}");
@@ -274,6 +299,9 @@ fn run(behaviour: Behaviour, args: &[String]) -> io::Result<()> {
         }
         Stubborn => sys::ignore_sigterm()?,
         Bad => {
+            eprintln!(
+                "(node:4242) UnhandledPromiseRejectionWarning: Error: cache warm-up failed\n    at warm (/opt/fixture/cache.js:12:9)"
+            );
             let mut out = io::stdout().lock();
             out.write_all(b"Server running on stdio\n")?;
             out.write_all(b"npm WARN config production Use --omit=dev instead.\n")?;
@@ -295,6 +323,18 @@ fn run(behaviour: Behaviour, args: &[String]) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `record-starts`: appends "WHAT PID NANOS" to the file named by the second argument.
+fn record_start(what: &str) -> io::Result<()> {
+    let Some(path) = std::env::args_os().nth(2) else {
+        return Err(io::Error::other("record-starts needs a FILE argument"));
+    };
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    writeln!(f, "{what} {} {nanos}", std::process::id())
 }
 
 /// Re-executes this binary with `helper` as behaviour. The child inherits
@@ -464,6 +504,7 @@ impl Server {
             }
             match serde_json::from_slice(line) {
                 Ok(message) => self.handle_message(message)?,
+                Err(_) if self.behaviour == ExitOnBadInput => go_panic("invalid character"),
                 Err(_) if self.behaviour == Bad => {
                     self.out
                         .send(&RpcError::new(-32603, "oops").to_message(&Value::Null))?;
@@ -477,6 +518,12 @@ impl Server {
     }
 
     fn handle_message(&mut self, message: Value) -> io::Result<()> {
+        if self.behaviour == ExitOnBadInput
+            && !(message.get("method").is_none_or(Value::is_string)
+                && message.get("jsonrpc") == Some(&json!("2.0")))
+        {
+            go_panic("invalid request");
+        }
         let invalid = |id: &Value| RpcError::new(-32600, "Invalid Request").to_message(id);
         let Value::Object(mut message) = message else {
             return self.out.send(&invalid(&Value::Null));
@@ -554,6 +601,13 @@ impl Server {
         if method == "tools/call" && self.behaviour == CallSilent {
             return Ok(());
         }
+        if self.behaviour == FutureOnly
+            && (method == "server/discover" || meta(params, META_VERSION).is_some())
+        {
+            let mut error = RpcError::new(-32022, "Unsupported protocol version");
+            error.data = Some(json!({"supported": ["2099-01-01"], "requested": meta(params, META_VERSION)}));
+            return self.out.send(&error.to_message(&id));
+        }
         let modern =
             self.behaviour == Modern && (method == "server/discover" || meta(params, META_VERSION).is_some());
         let reply = if modern {
@@ -577,6 +631,7 @@ impl Server {
         self.out.send(&message)?;
         if method == "initialize" && !modern {
             match self.behaviour {
+                RecordStarts => record_start("initialized")?,
                 SilentAfterInit => self.out.open = false,
                 ExitAfterInit => std::process::exit(3),
                 StdoutClose => {
@@ -903,6 +958,12 @@ TypeError: list indices must be integers or slices, not str
         }));
         tools
     }
+}
+
+/// `exit-on-bad-input`: what a Go server's decoder does with a line it cannot take.
+fn go_panic(what: &str) -> ! {
+    eprintln!("panic: jsonrpc: {what}\n\ngoroutine 1 [running]:\nmain.main()\n\t/src/main.go:42 +0x1d");
+    std::process::exit(2);
 }
 
 /// `params._meta[key]`, if present.

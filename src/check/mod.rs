@@ -10,6 +10,9 @@ mod session;
 
 use std::time::Instant;
 
+use crate::probe::outcome::Bound;
+use checks::Input;
+
 pub use model::{CheckReport, CheckResult, Counts, Severity, Status};
 pub use session::{Ctx, Listing, Probed, SideRun};
 
@@ -72,10 +75,50 @@ pub fn check(opts: &CheckOptions) -> CheckReport {
         }
         let outcome = if let Some(why) = ctx.could_not_run.as_ref().filter(|_| c.needs_session) {
             checks::Outcome::skip(format!("not run: {why}"))
+        } else if ctx.past_deadline() {
+            ctx.bound = Some(Bound::Deadline);
+            checks::Outcome::skip(format!(
+                "not run: the run's deadline of {} s passed; raise it with --deadline",
+                ctx.deadline_secs()
+            ))
+        } else if let Some(first) = exits_on_malformed(&ctx).filter(|_| c.input == Input::Malformed) {
+            checks::Outcome::skip(format!(
+                "not sent: the server exits on malformed input, as {first} found"
+            ))
         } else {
-            (c.run)(&mut ctx)
+            ctx.begin_step(c.id, c.input != Input::Valid);
+            let outcome = (c.run)(&mut ctx);
+            after_input(&mut ctx, c.input, outcome)
         };
         results.push(c.result(outcome, &ctx.redactor));
     }
     ctx.finish(results, started.elapsed().as_millis() as u64)
+}
+
+/// The check whose malformed line first made the server exit, if one did.
+fn exits_on_malformed(ctx: &Ctx<'_>) -> Option<&'static str> {
+    ctx.restarts.iter().copied().find(|id| {
+        checks::ALL
+            .iter()
+            .any(|k| k.id == *id && k.input == Input::Malformed)
+    })
+}
+
+/// A server that died of what a check sent is a fail of that check, and is started again
+/// for the checks that remain.
+fn after_input(ctx: &mut Ctx<'_>, input: Input, outcome: checks::Outcome) -> checks::Outcome {
+    if input == Input::Valid || ctx.rpc.is_none() || ctx.alive() {
+        return outcome;
+    }
+    let id = ctx.current_step();
+    let again = if ctx.restart_after(id) {
+        "it was started again for the remaining checks"
+    } else {
+        "it was not started again"
+    };
+    checks::Outcome {
+        status: Status::Fail,
+        message: format!("{} (the server exited on this input; {again})", outcome.message),
+        payload: outcome.payload,
+    }
 }

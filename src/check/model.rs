@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::clock::Stamp;
-use crate::probe::outcome::{ServerInfo, TargetSeen};
+use crate::probe::outcome::{Bound, ServerInfo, Silence, TargetSeen};
 
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -119,8 +119,25 @@ pub struct CheckReport {
     pub results: Vec<CheckResult>,
     /// Why the suite could not run (the server would not start or handshake), if so.
     pub could_not_run: Option<String>,
+    /// Which bound ended the run early: the handshake's `--timeout` or the run's `--deadline`.
+    pub bound: Option<Bound>,
+    /// What the server processes showed.
+    pub session: SessionSeen,
     pub duration_ms: u64,
     pub strict: bool,
+}
+
+/// What the server processes of a check run showed, recorded like an inconclusive probe's.
+#[derive(Debug, Clone, Default)]
+pub struct SessionSeen {
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    /// Redacted stderr tail, kept when the suite could not run or a server process died.
+    pub stderr_tail: Option<String>,
+    /// The handshake's unanswered wait, when that is what stopped the suite.
+    pub silence: Option<Silence>,
+    /// Checks after which the server had exited on their input and was started again.
+    pub restarts: Vec<&'static str>,
 }
 
 impl CheckReport {
@@ -128,10 +145,11 @@ impl CheckReport {
         Counts::of(&self.results)
     }
 
-    /// 0 no failures (and no warnings under --strict), 1 findings, 2 could not run.
+    /// 0 no failures (and no warnings under --strict), 1 findings, 2 could not run (or not to
+    /// the end: the deadline passed).
     pub fn exit_code(&self) -> u8 {
         let c = self.counts();
-        if self.could_not_run.is_some() {
+        if self.could_not_run.is_some() || self.bound == Some(Bound::Deadline) {
             2
         } else if c.fail > 0 || (self.strict && c.warn > 0) {
             1
@@ -158,6 +176,7 @@ impl CheckReport {
             "protocol_version": self.protocol_version,
             "server": self.server.as_ref().map(|s| json!({"name": s.name, "version": s.version})),
             "could_not_run": self.could_not_run,
+            "bound": self.bound.map(Bound::as_str),
             "strict": self.strict,
             "counts": {"pass": c.pass, "warn": c.warn, "fail": c.fail, "skip": c.skip},
             "duration_ms": self.duration_ms,

@@ -37,9 +37,21 @@ pub fn block_body(r: &CheckReport) -> Map<String, Value> {
         "results": results,
         "counts": {"pass": c.pass, "warn": c.warn, "fail": c.fail, "skip": c.skip},
         "could_not_run": r.could_not_run,
+        "bound": r.bound.map(crate::probe::outcome::Bound::as_str),
+        "session": session_json(&r.session),
         "strict": r.strict,
         "duration_ms": r.duration_ms,
         "observation_sha256": hex::encode(&Sha256::digest(canonical::to_bytes(&observation))),
     });
     crate::evidence::block::body("check", &r.stamp, &r.host, fields)
+}
+
+/// What the server processes showed, shaped like a probe block's `stderr` and `silence`.
+fn session_json(s: &super::model::SessionSeen) -> Value {
+    json!({
+        "stdout_bytes": s.stdout_bytes,
+        "stderr": {"bytes": s.stderr_bytes, "tail": s.stderr_tail},
+        "silence": s.silence.as_ref().map(crate::probe::outcome::Silence::to_json),
+        "restarts": s.restarts,
+    })
 }

@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::CheckOptions;
-use super::model::{CheckReport, CheckResult};
+use super::model::{CheckReport, CheckResult, SessionSeen};
 use crate::clock;
 use crate::probe::handshake::{CLIENT_NAME, CLIENT_VERSION, modern_meta, truncate};
-use crate::probe::outcome::{ServerInfo, TargetSeen};
+use crate::probe::outcome::{Bound, ServerInfo, Silence, TargetSeen};
 use crate::probe::{DEFAULT_LEGACY, DEFAULT_MODERN, EraChoice, MAX_PAGES, MODERN_VERSIONS};
 use crate::redact::Redactor;
-use crate::rpc::{NoReply, Reply, Rpc};
+use crate::rpc::{NoReply, Reply, Rpc, Traffic};
 use crate::transport::{Server, SpawnSpec, StderrLog, Teardown};
 
 /// A list method walked across its pages.
@@ -57,6 +57,27 @@ pub struct SideRun {
     pub exited: Option<String>,
 }
 
+/// Error code of `UnsupportedProtocolVersionError` (2026-07-28).
+const UNSUPPORTED_VERSION: i64 = -32022;
+/// After a check that sends input meant to be rejected, stderr may still be arriving: wait
+/// until it has been quiet this long (at most `STDERR_SETTLE_MAX`) before closing the step.
+const STDERR_QUIET: Duration = Duration::from_millis(40);
+const STDERR_SETTLE_MAX: Duration = Duration::from_millis(300);
+/// A server that keeps dying on the suite's input is started again at most this often.
+const MAX_RESTARTS: usize = 3;
+
+/// What one step of the run (the start-up, or one check) left on the server's stderr: the
+/// last `STDERR_TAIL` bytes of it at most.
+#[derive(Debug, Clone)]
+pub struct StderrStep {
+    /// `start-up` (spawn, handshake, list walks) or a check id.
+    pub step: &'static str,
+    /// The step sent input a correct server rejects: what it provoked is not held against
+    /// the server's stderr hygiene.
+    pub provoked: bool,
+    pub text: String,
+}
+
 /// Shared state for the checks.
 pub struct Ctx<'o> {
     pub opts: &'o CheckOptions,
@@ -78,6 +99,24 @@ pub struct Ctx<'o> {
     /// Side runs under way: their result arrives on the channel before their teardown ends.
     side: Vec<(String, std::sync::mpsc::Receiver<SideRun>, JoinHandle<()>)>,
     side_done: Vec<SideRun>,
+    /// The run's deadline: no wait goes past it.
+    deadline: Instant,
+    /// Which bound ended the run early.
+    pub bound: Option<Bound>,
+    /// The handshake's unanswered wait.
+    silence: Option<Silence>,
+    /// Traffic and byte counts of server processes already stopped (a restart).
+    earlier_traffic: Traffic,
+    earlier_stdout: u64,
+    earlier_stderr: u64,
+    /// Checks after which the server had exited on their input and was started again.
+    pub restarts: Vec<&'static str>,
+    /// stderr attributed to the steps of the run.
+    pub stderr_steps: Vec<StderrStep>,
+    /// The step now running and the stderr byte count of the current process when it began.
+    step: (&'static str, bool, u64),
+    /// Redacted stderr tail of the last process that died.
+    died_tail: Option<String>,
     spec: Option<SpawnSpec>,
     target: TargetSeen,
     stamp: clock::Stamp,
@@ -90,6 +129,7 @@ impl<'o> Ctx<'o> {
     /// session, runs the handshake and walks the declared lists.
     pub fn start(opts: &'o CheckOptions) -> Ctx<'o> {
         let stamp = clock::now();
+        let started = Instant::now();
         let host = crate::evidence::block::host_name();
         let (prepared, launched) = opts.server.prepare();
         let mut ctx = Ctx {
@@ -109,6 +149,16 @@ impl<'o> Ctx<'o> {
             opt_in: None,
             side: Vec::new(),
             side_done: Vec::new(),
+            deadline: started + opts.server.deadline.unwrap_or(crate::target::CHECK_DEADLINE),
+            bound: None,
+            silence: None,
+            earlier_traffic: Traffic::default(),
+            earlier_stdout: 0,
+            earlier_stderr: 0,
+            restarts: Vec::new(),
+            stderr_steps: Vec::new(),
+            step: ("start-up", false, 0),
+            died_tail: None,
             spec: None,
             target: prepared.target,
             stamp,
@@ -139,6 +189,7 @@ impl<'o> Ctx<'o> {
                 self.stderr = Some(Arc::clone(&server.stderr));
                 let mut rpc = Rpc::new(server);
                 rpc.redactor = self.redactor.clone();
+                rpc.deadline = Some(self.deadline);
                 self.rpc = Some(rpc);
                 true
             }
@@ -149,49 +200,35 @@ impl<'o> Ctx<'o> {
         }
     }
 
+    /// The main session's handshake, then (legacy era) the version-negotiation side runs.
+    /// The side runs start only once the main handshake is done, so that a slow-starting
+    /// server's main wait never competes with two more copies of it for the cores.
     fn handshake(&mut self) {
-        let modern_first = matches!(self.opts.server.era, EraChoice::Modern | EraChoice::Auto);
-        if !modern_first {
+        self.open_session(self.opts.server.era);
+        if self.could_not_run.is_none() && self.era == "legacy" {
             self.start_side_runs();
         }
+    }
+
+    /// Spawns the server and runs the handshake of `choice`; on failure sets `could_not_run`.
+    fn open_session(&mut self, choice: EraChoice) {
         if !self.spawn() {
             return;
         }
-        if modern_first {
-            let version = self
-                .opts
-                .server
-                .protocol_version
-                .clone()
-                .unwrap_or_else(|| DEFAULT_MODERN.into());
-            let params = json!({"_meta": modern_meta(&version)});
-            let timeout = self.opts.server.timeout;
-            let reply = self
-                .rpc
-                .as_mut()
-                .expect("spawned")
-                .request("server/discover", Some(params), timeout);
-            match reply {
-                Ok(Reply::Result(Value::Object(map)))
-                    if map.get("supportedVersions").is_some_and(Value::is_array) =>
-                {
-                    self.era = "modern";
-                    self.protocol_version = Some(version);
-                    self.server = server_info(
-                        map.get("_meta")
-                            .and_then(|m| m.get("io.modelcontextprotocol/serverInfo")),
-                    );
-                    self.init = Some(map);
+        if matches!(choice, EraChoice::Modern | EraChoice::Auto) {
+            match self.discover() {
+                Discovery::Modern => return,
+                Discovery::Failed(why) => {
+                    self.could_not_run = Some(why);
                     return;
                 }
-                other if self.opts.server.era == EraChoice::Modern => {
-                    self.could_not_run = Some(format!("server/discover {}", describe(&other)));
+                Discovery::NotModern(why) if choice == EraChoice::Modern => {
+                    self.could_not_run = Some(format!("server/discover {why}"));
                     return;
                 }
-                _ => {
+                Discovery::NotModern(_) => {
                     // auto: fall back to legacy on a fresh process.
                     self.stop_main();
-                    self.start_side_runs();
                     if !self.spawn() {
                         return;
                     }
@@ -211,19 +248,122 @@ impl<'o> Ctx<'o> {
             "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
         });
         let timeout = self.opts.server.timeout;
-        let rpc = self.rpc.as_mut().expect("spawned");
-        match rpc.request("initialize", Some(params), timeout) {
+        let reply = self
+            .rpc
+            .as_mut()
+            .expect("spawned")
+            .request("initialize", Some(params), timeout);
+        match reply {
             Ok(Reply::Result(Value::Object(map))) => {
+                self.era = "legacy";
                 self.protocol_version = map
                     .get("protocolVersion")
                     .and_then(Value::as_str)
                     .map(|v| truncate(v, 64));
                 self.server = server_info(map.get("serverInfo"));
                 self.init = Some(map);
-                rpc.notify("notifications/initialized", None);
+                if let Some(rpc) = self.rpc.as_mut() {
+                    rpc.notify("notifications/initialized", None);
+                }
             }
-            other => self.could_not_run = Some(format!("initialize {}", describe(&other))),
+            other => {
+                self.note_silence("initialize", &other);
+                self.could_not_run = Some(format!("initialize {}", describe(&other)));
+            }
         }
+    }
+
+    /// `server/discover`, retried once with a version the server names in a -32022 error.
+    /// A -32022 answer is a modern server even when it shares no version with this tool.
+    fn discover(&mut self) -> Discovery {
+        let mut version = self
+            .opts
+            .server
+            .protocol_version
+            .clone()
+            .unwrap_or_else(|| DEFAULT_MODERN.into());
+        let mut retried = false;
+        loop {
+            let params = json!({"_meta": modern_meta(&version)});
+            let timeout = self.opts.server.timeout;
+            let reply = self
+                .rpc
+                .as_mut()
+                .expect("spawned")
+                .request("server/discover", Some(params), timeout);
+            match reply {
+                Ok(Reply::Result(Value::Object(map)))
+                    if map.get("supportedVersions").is_some_and(Value::is_array) =>
+                {
+                    self.era = "modern";
+                    self.protocol_version = Some(version);
+                    self.server = server_info(
+                        map.get("_meta")
+                            .and_then(|m| m.get("io.modelcontextprotocol/serverInfo")),
+                    );
+                    self.init = Some(map);
+                    return Discovery::Modern;
+                }
+                Ok(Reply::Error {
+                    code: UNSUPPORTED_VERSION,
+                    data,
+                    ..
+                }) => {
+                    self.era = "modern";
+                    let supported: Vec<String> = data
+                        .as_ref()
+                        .and_then(|d| d.get("supported"))
+                        .and_then(Value::as_array)
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(Value::as_str)
+                                .take(8)
+                                .map(|v| truncate(v, 64))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    match supported.iter().find(|v| MODERN_VERSIONS.contains(&v.as_str())) {
+                        Some(v) if !retried && *v != version => {
+                            version = v.clone();
+                            retried = true;
+                        }
+                        _ => {
+                            return Discovery::Failed(format!(
+                                "no common version: server/discover answered -32022, the server supports {supported:?}; this tool speaks {MODERN_VERSIONS:?} in the modern era"
+                            ));
+                        }
+                    }
+                }
+                other => {
+                    if self.opts.server.era == EraChoice::Modern {
+                        self.note_silence("server/discover", &other);
+                    }
+                    return Discovery::NotModern(describe(&other));
+                }
+            }
+        }
+    }
+
+    /// Records a handshake wait that ended without a reply while the server was alive.
+    fn note_silence(&mut self, step: &str, reply: &Result<Reply, NoReply>) {
+        let Err(NoReply::Timeout { waited_ms }) = reply else {
+            return;
+        };
+        let Some(rpc) = self.rpc.as_mut() else { return };
+        let bound = if rpc.past_deadline() {
+            Bound::Deadline
+        } else {
+            Bound::Timeout
+        };
+        self.bound = Some(bound);
+        let server = &rpc.server;
+        self.silence = Some(Silence {
+            step: step.to_string(),
+            waited_ms: *waited_ms,
+            stdout_bytes: server.stdout_bytes(),
+            stderr_bytes: server.stderr_bytes(),
+            alive: server.exit_status().is_none(),
+        });
     }
 
     /// Starts the fresh-process initialize runs of the version-negotiation checks.
@@ -245,15 +385,17 @@ impl<'o> Ctx<'o> {
             let timeout = self.opts.server.timeout;
             let grace = self.opts.server.grace;
             let (tx, rx) = std::sync::mpsc::channel();
-            let handle = std::thread::spawn(move || side_run(&spec, version, timeout, grace, tx));
+            let deadline = self.deadline;
+            let handle = std::thread::spawn(move || side_run(&spec, version, timeout, grace, deadline, tx));
             self.side.push((version.to_string(), rx, handle));
         }
     }
 
     /// The side run for `version`, waiting for it if needed.
     pub fn side_run(&mut self, version: &str) -> Option<SideRun> {
+        let until = self.deadline.saturating_duration_since(Instant::now());
         if let Some((_, rx, _)) = self.side.iter().find(|(v, _, _)| v == version)
-            && let Ok(run) = rx.recv()
+            && let Ok(run) = rx.recv_timeout(until)
         {
             self.side_done.push(run);
         }
@@ -448,6 +590,115 @@ impl<'o> Ctx<'o> {
         rpc.wait_reply(accept, timeout)
     }
 
+    /// Whether the run's deadline has passed.
+    pub fn past_deadline(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+
+    /// How long the run may take in all.
+    pub fn deadline_secs(&self) -> f64 {
+        self.opts
+            .server
+            .deadline
+            .unwrap_or(crate::target::CHECK_DEADLINE)
+            .as_secs_f64()
+    }
+
+    /// The stderr byte count of the current server process.
+    fn stderr_bytes_now(&self) -> u64 {
+        self.stderr
+            .as_ref()
+            .and_then(|s| s.lock().ok().map(|l| l.bytes))
+            .unwrap_or(0)
+    }
+
+    /// The step now running.
+    pub fn current_step(&self) -> &'static str {
+        self.step.0
+    }
+
+    /// Starts a step (a check): what stderr carries from now on is attributed to it.
+    pub fn begin_step(&mut self, step: &'static str, provoking: bool) {
+        self.end_step();
+        self.step = (step, provoking, self.stderr_bytes_now());
+    }
+
+    /// Closes the running step, keeping what it left on stderr (at most `STDERR_TAIL` bytes
+    /// of it, redacted). After a step that provoked the server, stderr is given a moment to
+    /// arrive, since its reader runs beside the one that brought the reply.
+    pub fn end_step(&mut self) {
+        let (step, provoked, start) = self.step;
+        if provoked {
+            std::thread::sleep(Duration::from_millis(5));
+            let settle_until = Instant::now() + STDERR_SETTLE_MAX;
+            let mut seen = self.stderr_bytes_now();
+            while seen > start && Instant::now() < settle_until {
+                std::thread::sleep(STDERR_QUIET);
+                let now = self.stderr_bytes_now();
+                if now == seen {
+                    break;
+                }
+                seen = now;
+            }
+        }
+        let text = self.stderr.as_ref().and_then(|s| {
+            let log = s.lock().ok()?;
+            let new = usize::try_from(log.bytes.saturating_sub(start)).unwrap_or(usize::MAX);
+            let keep = new.min(log.tail.len());
+            (keep > 0).then(|| String::from_utf8_lossy(&log.tail[log.tail.len() - keep..]).into_owned())
+        });
+        if let Some(text) = text {
+            self.stderr_steps.push(StderrStep {
+                step,
+                provoked,
+                text: self.redactor.text(&text),
+            });
+        }
+        self.step = ("between checks", false, self.stderr_bytes_now());
+    }
+
+    /// After a check whose input killed the server: keeps what the dead process showed and
+    /// starts a fresh one (same era, no list walk) so the remaining checks still run. The
+    /// first handshake's record stays the run's record. Returns false when no restart was
+    /// made (too many already, or the new process did not handshake).
+    pub fn restart_after(&mut self, check: &'static str) -> bool {
+        self.end_step();
+        if self.restarts.len() >= MAX_RESTARTS {
+            return false;
+        }
+        self.restarts.push(check);
+        self.stop_main();
+        let first = (
+            self.era,
+            self.protocol_version.clone(),
+            self.init.take(),
+            self.server.clone(),
+        );
+        let era = if self.era == "modern" {
+            EraChoice::Modern
+        } else {
+            EraChoice::Legacy
+        };
+        self.open_session(era);
+        let ok = self.could_not_run.is_none() && self.rpc.is_some();
+        if !ok {
+            // The suite did run: the later checks see a server that is gone and say so.
+            self.could_not_run = None;
+            self.silence = None;
+            self.bound = None;
+            self.stop_main();
+        }
+        (self.era, self.protocol_version, self.init, self.server) = first;
+        self.step = ("restart", false, 0);
+        ok
+    }
+
+    /// Everything seen on stdout, over every server process of the run.
+    pub fn traffic(&self) -> Traffic {
+        let current = self.rpc.as_ref().map(|r| r.traffic.clone()).unwrap_or_default();
+        crate::probe::merge_traffic(self.earlier_traffic.clone(), current)
+    }
+
     /// Whether the main server process is still running.
     pub fn alive(&mut self) -> bool {
         let Some(rpc) = self.rpc.as_mut() else {
@@ -458,30 +709,27 @@ impl<'o> Ctx<'o> {
         rpc.server.exit_status().is_none()
     }
 
-    /// Stops the main process and keeps its teardown.
+    /// Stops the main process and keeps its teardown, its traffic and byte counts, and (when
+    /// it had died) its stderr tail.
     pub fn stop_main(&mut self) -> Option<&Teardown> {
         let rpc = self.rpc.take()?;
+        let died = rpc.server.exit_status().is_some();
+        self.earlier_stdout += rpc.server.stdout_bytes();
+        self.earlier_traffic =
+            crate::probe::merge_traffic(std::mem::take(&mut self.earlier_traffic), rpc.traffic);
+        let stderr = self.stderr.take();
         self.teardown = Some(rpc.server.teardown(self.opts.server.grace));
+        if let Some(log) = stderr.as_ref().and_then(|s| s.lock().ok().map(|l| l.clone())) {
+            self.earlier_stderr += log.bytes;
+            if died || self.could_not_run.is_some() {
+                self.died_tail = Some(redacted_tail(&self.redactor, &log));
+            }
+        }
         self.teardown.as_ref()
     }
 
-    pub fn stderr_text(&self) -> String {
-        self.stderr
-            .as_ref()
-            .and_then(|s| {
-                s.lock().ok().map(|l| {
-                    let mut t = String::from_utf8_lossy(&l.head).into_owned();
-                    if l.bytes as usize > l.head.len() {
-                        t.push('\n');
-                        t.push_str(&String::from_utf8_lossy(&l.tail));
-                    }
-                    t
-                })
-            })
-            .unwrap_or_default()
-    }
-
     pub(super) fn finish(mut self, results: Vec<CheckResult>, duration_ms: u64) -> CheckReport {
+        self.end_step();
         self.stop_main();
         for (_, _, h) in self.side.drain(..) {
             let _ = h.join();
@@ -500,6 +748,14 @@ impl<'o> Ctx<'o> {
             server: self.server,
             results,
             could_not_run: self.could_not_run,
+            bound: self.bound,
+            session: SessionSeen {
+                stdout_bytes: self.earlier_stdout,
+                stderr_bytes: self.earlier_stderr,
+                stderr_tail: self.died_tail,
+                silence: self.silence,
+                restarts: self.restarts,
+            },
             duration_ms,
             strict: self.opts.strict,
         }
@@ -524,6 +780,7 @@ fn side_run(
     version: &str,
     timeout: Duration,
     grace: crate::transport::Grace,
+    deadline: Instant,
     done: std::sync::mpsc::Sender<SideRun>,
 ) {
     let mut run = SideRun {
@@ -542,6 +799,7 @@ fn side_run(
         }
     };
     let mut rpc = Rpc::new(server);
+    rpc.deadline = Some(deadline);
     let params = json!({
         "protocolVersion": version,
         "capabilities": {},
@@ -574,6 +832,17 @@ fn side_run(
     let _ = rpc.server.teardown(grace);
 }
 
+/// The redacted stderr tail of a process, without a partial first line (it could hold the
+/// end of a secret the redactor no longer recognises).
+fn redacted_tail(redactor: &Redactor, log: &StderrLog) -> String {
+    let mut tail = redactor.text(&log.text_tail());
+    if log.bytes as usize > crate::transport::STDERR_HEAD {
+        let cut = tail.find('\n').map_or(tail.len(), |i| i + 1);
+        tail.drain(..cut);
+    }
+    tail
+}
+
 fn server_info(value: Option<&Value>) -> Option<ServerInfo> {
     let map = value?.as_object()?;
     Some(ServerInfo {
@@ -583,6 +852,15 @@ fn server_info(value: Option<&Value>) -> Option<ServerInfo> {
             .and_then(Value::as_str)
             .map(|v| truncate(v, 1024)),
     })
+}
+
+/// What `server/discover` showed.
+enum Discovery {
+    Modern,
+    /// Not a modern server (or no answer): auto falls back to legacy.
+    NotModern(String),
+    /// A modern server this tool cannot talk to.
+    Failed(String),
 }
 
 /// A reply in words, for reasons and messages.

@@ -46,10 +46,10 @@ fn likely_cause(line: &str) -> &'static str {
 }
 
 pub fn stdout_purity(ctx: &mut Ctx<'_>) -> Outcome {
-    let Some(rpc) = ctx.rpc.as_ref() else {
+    if ctx.rpc.is_none() && ctx.restarts.is_empty() {
         return Outcome::skip("no session");
-    };
-    let t = &rpc.traffic;
+    }
+    let t = &ctx.traffic();
     if t.noise_count == 0 {
         return Outcome::pass(format!("{} messages, no other output", t.messages));
     }
@@ -66,10 +66,10 @@ pub fn stdout_purity(ctx: &mut Ctx<'_>) -> Outcome {
 }
 
 pub fn framing(ctx: &mut Ctx<'_>) -> Outcome {
-    let Some(rpc) = ctx.rpc.as_ref() else {
+    if ctx.rpc.is_none() && ctx.restarts.is_empty() {
         return Outcome::skip("no session");
-    };
-    let t = &rpc.traffic;
+    }
+    let t = &ctx.traffic();
     let mut fails = Vec::new();
     let mut warns = Vec::new();
     for (text, kind) in &t.noise {
@@ -111,9 +111,9 @@ pub fn framing(ctx: &mut Ctx<'_>) -> Outcome {
     }
 }
 
-pub fn stderr(ctx: &mut Ctx<'_>) -> Outcome {
-    let text = ctx.stderr_text();
-    let found = text.lines().find_map(|l| {
+/// The kind of unhandled failure a stderr line shows, if any.
+fn failure_in(text: &str) -> Option<&'static str> {
+    text.lines().find_map(|l| {
         let t = l.trim_start();
         if t.starts_with("Traceback (most recent call last)") {
             Some("a Python traceback")
@@ -128,9 +128,39 @@ pub fn stderr(ctx: &mut Ctx<'_>) -> Outcome {
         } else {
             None
         }
-    });
-    match found {
-        Some(what) => {
+    })
+}
+
+/// stderr, step by step: a failure logged while a check was sending input meant to be
+/// rejected is the server reporting that input (often its SDK logging the broken line), not
+/// a defect of its own; only failures in the other steps are held against it.
+pub fn stderr(ctx: &mut Ctx<'_>) -> Outcome {
+    ctx.end_step();
+    let mut provoked = Vec::new();
+    let mut own = None;
+    let mut bytes = 0;
+    for s in &ctx.stderr_steps {
+        bytes += s.text.len();
+        let Some(what) = failure_in(&s.text) else {
+            continue;
+        };
+        if s.provoked {
+            provoked.push(format!("{what} during {}", s.step));
+        } else if own.is_none() {
+            own = Some((what, s.step, s.text.clone()));
+        }
+    }
+    provoked.dedup();
+    let provoked_note = if provoked.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; not counted, as the checks' own input provoked them: {}",
+            provoked.join(", ")
+        )
+    };
+    match own {
+        Some((what, step, text)) => {
             let tail: Vec<&str> = text
                 .lines()
                 .rev()
@@ -139,15 +169,19 @@ pub fn stderr(ctx: &mut Ctx<'_>) -> Outcome {
                 .into_iter()
                 .rev()
                 .collect();
-            Outcome::warn(format!("stderr shows {what}")).with(tail.join("\n"))
+            Outcome::warn(format!("stderr shows {what} during {step}{provoked_note}")).with(tail.join("\n"))
         }
-        None => Outcome::pass(format!("{} bytes, no unhandled exception", text.len())),
+        None => Outcome::pass(format!("{bytes} bytes, no unhandled exception{provoked_note}")),
     }
 }
 
 pub fn survival(ctx: &mut Ctx<'_>) -> Outcome {
+    let restarted = match ctx.restarts.as_slice() {
+        [] => String::new(),
+        after => format!(" (restarted after {}, which reported the exit)", after.join(", ")),
+    };
     if ctx.alive() {
-        return Outcome::pass("still running");
+        return Outcome::pass(format!("still running{restarted}"));
     }
     let how = ctx
         .rpc
@@ -158,7 +192,7 @@ pub fn survival(ctx: &mut Ctx<'_>) -> Outcome {
             ExitInfo::Signal(s) => format!("was killed by signal {s}"),
         })
         .unwrap_or_else(|| "is gone".into());
-    Outcome::fail(format!("the server {how} during the suite"))
+    Outcome::fail(format!("the server {how} during the suite{restarted}"))
 }
 
 pub fn shutdown(ctx: &mut Ctx<'_>) -> Outcome {

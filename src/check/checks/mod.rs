@@ -24,7 +24,23 @@ pub struct Check {
     pub fix: &'static str,
     /// Needs a server session (skipped when the suite could not start one).
     pub needs_session: bool,
+    /// What it sends: a server that dies of it is started again for the checks that remain,
+    /// and what it provokes on stderr is not held against the server.
+    pub input: Input,
     pub run: fn(&mut Ctx<'_>) -> Outcome,
+}
+
+/// What a check sends the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    /// Requests a correct server answers.
+    Valid,
+    /// Well-formed requests a correct server rejects (an unknown method or tool, bad
+    /// arguments, a bad `_meta`).
+    Rejected,
+    /// Lines that are not valid JSON-RPC. A server that exits on one exits on all: the first
+    /// such exit is the finding, and the later ones point to it.
+    Malformed,
 }
 
 /// What a check found.
@@ -106,7 +122,22 @@ const fn check(
         spec,
         fix,
         needs_session: true,
+        input: Input::Valid,
         run,
+    }
+}
+
+const fn rejects(c: Check) -> Check {
+    Check {
+        input: Input::Rejected,
+        ..c
+    }
+}
+
+const fn malformed(c: Check) -> Check {
+    Check {
+        input: Input::Malformed,
+        ..c
     }
 }
 
@@ -169,27 +200,27 @@ pub const ALL: &[Check] = &[
         "Declare `prompts` only if prompts/list works, and return `{prompts: [...]}`.",
         protocol::capability_prompts,
     ),
-    check(
+    rejects(check(
         "protocol.unknown_method",
         "an unknown method gets error -32601",
         SPEC_BASE,
         "Answer methods you do not implement with JSON-RPC error -32601 (Method not found), not a result.",
         protocol::unknown_method,
-    ),
-    check(
+    )),
+    malformed(check(
         "protocol.parse_error",
         "a line that is not JSON gets error -32700",
         SPEC_BASE,
         "Reply to unparseable input with error -32700 (Parse error) and id null, and keep reading.",
         protocol::parse_error,
-    ),
-    check(
+    )),
+    malformed(check(
         "protocol.invalid_request",
         "a request with a non-string method gets error -32600",
         SPEC_BASE,
         "Validate the request envelope: a wrong-typed `method` is -32600 (Invalid Request).",
         protocol::invalid_request,
-    ),
+    )),
     check(
         "protocol.ping",
         "ping answers an empty result",
@@ -218,20 +249,20 @@ pub const ALL: &[Check] = &[
         "Return `{resultType: \"complete\", supportedVersions, capabilities, _meta: {\"io.modelcontextprotocol/serverInfo\": …}}`.",
         protocol::modern_discover,
     ),
-    check(
+    rejects(check(
         "protocol.modern.bad_version",
         "an unsupported version gets -32022 with data.supported",
         SPEC_VERSIONING,
         "Reject an unsupported protocolVersion with error -32022 and `data: {supported: [...], requested}`.",
         protocol::modern_bad_version,
-    ),
-    check(
+    )),
+    rejects(check(
         "protocol.modern.missing_meta",
         "a request whose _meta lacks a required field is rejected with -32602",
         SPEC_VERSIONING,
         "Requests must carry `_meta` with protocolVersion and clientCapabilities; reject one without with -32602.",
         protocol::modern_missing_meta,
-    ),
+    )),
     check(
         "pagination.tools",
         "tools/list pages end, never repeat a cursor or a name",
@@ -358,27 +389,27 @@ pub const ALL: &[Check] = &[
         "Expose at most 128 tools, or group them: some hosts refuse requests with more.",
         schema::tool_count,
     ),
-    check(
+    rejects(check(
         "robustness.unknown_tool",
         "calling an unknown tool is rejected",
         SPEC_TOOLS,
         "Reject tools/call of a name you do not have with error -32602 (or an isError result).",
         robustness::unknown_tool,
-    ),
-    check(
+    )),
+    rejects(check(
         "robustness.missing_required",
         "a call without required arguments is rejected",
         SPEC_TOOLS,
         "Validate arguments against inputSchema before acting; reject missing required ones (isError result).",
         robustness::missing_required,
-    ),
-    check(
+    )),
+    rejects(check(
         "robustness.wrong_types",
         "wrong-typed arguments are not accepted silently",
         SPEC_TOOLS,
         "Validate argument types against inputSchema and report a mismatch as an isError result.",
         robustness::wrong_types,
-    ),
+    )),
     check(
         "robustness.result_shape",
         "tool results have a content array and a boolean isError (opt-in calls)",
@@ -393,13 +424,13 @@ pub const ALL: &[Check] = &[
         "Page or summarize large results: a huge result crowds out the model's context.",
         robustness::result_size,
     ),
-    check(
+    malformed(check(
         "robustness.malformed_input",
         "malformed lines on stdin do not kill or wedge the server",
         SPEC_TRANSPORTS,
         "Treat each bad line as an error reply and keep reading; never exit or stop answering on bad input.",
         robustness::malformed_input,
-    ),
+    )),
     check(
         "hygiene.stdout_purity",
         "stdout carries only JSON-RPC messages",

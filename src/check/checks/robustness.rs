@@ -31,7 +31,33 @@ fn rejected(reply: &Result<Reply, NoReply>) -> Option<bool> {
 }
 
 fn call(ctx: &mut Ctx<'_>, name: &str, arguments: Value) -> Result<Reply, NoReply> {
-    ctx.request("tools/call", Some(json!({"name": name, "arguments": arguments})))
+    ctx.request("tools/call", Some(call_params(name, arguments)))
+}
+
+fn call_params(name: &str, arguments: Value) -> Value {
+    json!({"name": name, "arguments": arguments})
+}
+
+/// What came back, as a finding's payload shows it (bounded).
+fn received(reply: &Result<Reply, NoReply>) -> String {
+    let text = match reply {
+        Ok(Reply::Result(r)) => json!({"result": r}).to_string(),
+        Ok(Reply::Error { code, message, data }) => {
+            json!({"error": {"code": code, "message": message, "data": data}}).to_string()
+        }
+        Ok(Reply::Malformed(m)) => Value::Object(m.clone()).to_string(),
+        Err(_) => format!("(nothing: {})", describe(reply)),
+    };
+    truncate(&text, 600)
+}
+
+/// A finding's payload: what was sent and what came back.
+fn exchange(method: &str, params: &Value, reply: &Result<Reply, NoReply>) -> String {
+    format!(
+        "sent: {method} {}\nreceived: {}",
+        truncate(&params.to_string(), 600),
+        received(reply)
+    )
 }
 
 pub fn unknown_tool(ctx: &mut Ctx<'_>) -> Outcome {
@@ -41,11 +67,13 @@ pub fn unknown_tool(ctx: &mut Ctx<'_>) -> Outcome {
     if let Some(o) = gone(ctx) {
         return o;
     }
-    let reply = call(ctx, "__mcp_witness_no_such_tool__", json!({}));
+    let params = call_params("__mcp_witness_no_such_tool__", json!({}));
+    let reply = ctx.request("tools/call", Some(params.clone()));
+    let payload = exchange("tools/call", &params, &reply);
     match rejected(&reply) {
         Some(true) => Outcome::pass("rejected"),
-        Some(false) => Outcome::fail("tools/call of a tool that does not exist succeeded"),
-        None => Outcome::fail(format!("tools/call of an unknown tool {}", describe(&reply))),
+        Some(false) => Outcome::fail("tools/call of a tool that does not exist succeeded").with(payload),
+        None => Outcome::fail(format!("tools/call of an unknown tool {}", describe(&reply))).with(payload),
     }
 }
 
@@ -76,18 +104,25 @@ fn probe_calls(
         return Outcome::skip(format!("no tool has {what}"));
     }
     let mut accepted = Vec::new();
+    let mut exchanges = Vec::new();
     for (name, args) in candidates.iter().take(MAX_CALLED) {
-        let reply = call(ctx, name, args.clone());
+        let params = call_params(name, args.clone());
+        let reply = ctx.request("tools/call", Some(params.clone()));
         match rejected(&reply) {
             Some(true) => {}
-            Some(false) => accepted.push(format!("`{}`", truncate(name, 64))),
+            Some(false) => {
+                accepted.push(format!("`{}`", truncate(name, 64)));
+                if exchanges.len() < 3 {
+                    exchanges.push(exchange("tools/call", &params, &reply));
+                }
+            }
             None => {
                 return Outcome::fail(format!(
                     "calling `{}` with {what} {}",
                     truncate(name, 64),
                     describe(&reply)
                 ))
-                .with(args.to_string());
+                .with(exchange("tools/call", &params, &reply));
             }
         }
     }
@@ -95,7 +130,7 @@ fn probe_calls(
     if accepted.is_empty() {
         Outcome::pass(format!("{n} tools rejected {what}"))
     } else {
-        accepted_status(format!("accepted {what}: {}", accepted.join(", ")))
+        accepted_status(format!("accepted {what}: {}", accepted.join(", "))).with(exchanges.join("\n"))
     }
 }
 
@@ -187,7 +222,9 @@ pub fn result_shape(ctx: &mut Ctx<'_>) -> Outcome {
         return Outcome::skip("no allowed tool can be called without arguments");
     }
     let mut problems = Vec::new();
+    let mut exchanges = Vec::new();
     for (name, reply) in &calls {
+        let before = problems.len();
         let output_schema = ctx
             .tool_list()
             .iter()
@@ -229,11 +266,14 @@ pub fn result_shape(ctx: &mut Ctx<'_>) -> Outcome {
             Ok(Reply::Error { .. }) => {}
             other => problems.push(format!("`{name}`: {}", describe(other))),
         }
+        if problems.len() > before && exchanges.len() < 3 {
+            exchanges.push(exchange("tools/call", &call_params(name, json!({})), reply));
+        }
     }
     if problems.is_empty() {
         Outcome::pass(format!("{} results well-formed", calls.len()))
     } else {
-        Outcome::fail(problems.join("; "))
+        Outcome::fail(problems.join("; ")).with(exchanges.join("\n"))
     }
 }
 
@@ -253,9 +293,16 @@ pub fn result_size(ctx: &mut Ctx<'_>) -> Outcome {
         return Outcome::skip("no allowed tool returned a result");
     };
     let msg = format!("largest result: `{name}`, about {max} tokens");
+    let payload = || {
+        calls
+            .iter()
+            .find(|(n, _)| n == *name)
+            .map(|(n, r)| exchange("tools/call", &call_params(n, json!({})), r))
+            .unwrap_or_default()
+    };
     match max {
-        m if *m > 25_000 => Outcome::fail(msg),
-        m if *m > 8_000 => Outcome::warn(msg),
+        m if *m > 25_000 => Outcome::fail(msg).with(payload()),
+        m if *m > 8_000 => Outcome::warn(msg).with(payload()),
         _ => Outcome::pass(msg),
     }
 }
@@ -281,11 +328,16 @@ pub fn malformed_input(ctx: &mut Ctx<'_>) -> Outcome {
     } else {
         ctx.request("ping", None)
     };
-    let payload = lines
-        .iter()
-        .map(|l| String::from_utf8_lossy(l))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let payload = format!(
+        "sent: {}\nthen: {}\nreceived: {}",
+        lines
+            .iter()
+            .map(|l| String::from_utf8_lossy(l))
+            .collect::<Vec<_>>()
+            .join("\n      "),
+        if ctx.tools.declared { "tools/list" } else { "ping" },
+        received(&reply)
+    );
     match reply {
         Ok(Reply::Result(_)) => Outcome::pass("still answering after three malformed lines"),
         Ok(Reply::Error { code, .. }) => Outcome::warn(format!(

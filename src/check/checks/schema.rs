@@ -289,10 +289,11 @@ pub fn context_weight(ctx: &mut Ctx<'_>) -> Outcome {
         tools.len(),
         top.join(", ")
     );
-    match total {
-        t if t > 10_000 => Outcome::fail(msg),
-        t if t > 4_000 => Outcome::warn(msg),
-        _ => Outcome::pass(msg),
+    // A size heuristic, not a defect: at most a warning (which `--strict` makes count).
+    if total > 4_000 {
+        Outcome::warn(msg)
+    } else {
+        Outcome::pass(msg)
     }
 }
 
