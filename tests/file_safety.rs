@@ -159,6 +159,23 @@ fn config_key_and_trust_refuse_at_once_what_is_not_a_regular_file() {
 }
 
 #[test]
+fn keygen_never_replaces_what_is_not_a_regular_file_even_with_force() {
+    let dir = TempDir::new("notfiles-keygen");
+    let not = NotFiles::new(&dir);
+    // Not /dev/null: were the guard missing, `--force` would rename a key over it.
+    for (path, words) in not.paths.iter().filter(|(p, _)| p.starts_with(dir.path())) {
+        for extra in [&[][..], &["--force"]] {
+            let mut args = vec!["keygen", "--key", s(path)];
+            args.extend_from_slice(extra);
+            let run = bounded(&dir, &args);
+            assert_refused(&run, words, &format!("{args:?}"));
+        }
+    }
+    let meta = fs::symlink_metadata(dir.join("a-fifo")).unwrap();
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&meta.file_type()));
+}
+
+#[test]
 fn an_evidence_file_that_is_not_a_regular_file_is_refused_before_the_run() {
     let dir = TempDir::new("notfiles-append");
     let not = NotFiles::new(&dir);

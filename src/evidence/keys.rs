@@ -215,6 +215,9 @@ fn check_folders(path: &Path) -> Result<(), KeyError> {
 /// and refuses a folder where the key would not be private (see `load`).
 pub fn generate(path: &Path, force: bool) -> Result<SigningKey, KeyError> {
     let io = |e| KeyError::Io(path.into(), e);
+    // Never rename a key over a FIFO, device, folder or socket, nor create one through a
+    // dangling link.
+    crate::files::check_append_target(path, "key file").map_err(KeyError::File)?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs::DirBuilder::new()
             .recursive(true)
