@@ -404,3 +404,37 @@ fn a_key_in_a_folder_others_may_write_is_refused_before_it_signs_anything() {
     );
     assert_eq!(b.blocks().len(), 1, "nothing was signed with the exposed key");
 }
+
+#[test]
+fn a_serve_log_stays_within_the_bound_analyze_reads_whatever_a_client_sends() {
+    use std::io::Write;
+    let dir = TempDir::new("serve-bound");
+    let log = dir.join("serve.jsonl");
+    let mut serve = Command::new(WITNESS)
+        .args(["serve", "--log", s(&log)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Just under serve's 16 MiB input bound, all control bytes: escaped, the entry would be
+    // six times larger than the line, over the 32 MiB a log line may have.
+    let mut line = vec![1u8; (16 << 20) - 1];
+    line.push(b'\n');
+    let mut stdin = serve.stdin.take().unwrap();
+    stdin.write_all(&line).unwrap();
+    drop(stdin);
+    assert!(serve.wait().unwrap().success());
+    let text = fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("not logged: over the log's line bound"),
+        "the entry is replaced by a note of its size"
+    );
+    assert!(text.lines().all(|l| l.len() < 32 << 20));
+    let run = bounded(&dir, &["analyze", s(&log)]);
+    assert_eq!(
+        run.code, 1,
+        "readable, and incomplete: {}{}",
+        run.stdout, run.stderr
+    );
+}
