@@ -83,12 +83,17 @@ pub enum WriteFailure {
     Other(io::Error),
 }
 
+/// Linux error numbers for the three failures a user can act on.
+const ENOSPC: i32 = 28;
+const EDQUOT: i32 = 122;
+const EFBIG: i32 = 27;
+
 impl WriteFailure {
     fn of(e: io::Error) -> WriteFailure {
         match e.raw_os_error() {
-            Some(28) => WriteFailure::DiskFull,
-            Some(122) => WriteFailure::Quota,
-            Some(27) => WriteFailure::FileSizeLimit,
+            Some(ENOSPC) => WriteFailure::DiskFull,
+            Some(EDQUOT) => WriteFailure::Quota,
+            Some(EFBIG) => WriteFailure::FileSizeLimit,
             _ => WriteFailure::Other(e),
         }
     }
