@@ -23,6 +23,8 @@ pub struct ServerEntry {
 #[derive(Debug)]
 pub enum ConfigError {
     Io(PathBuf, std::io::Error),
+    /// Not a regular file, or it could not be opened.
+    File(crate::files::FileError),
     TooLarge(PathBuf),
     Json(PathBuf, String),
     NoServers(PathBuf),
@@ -46,6 +48,7 @@ impl std::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ConfigError::Io(p, e) => write!(f, "config {}: {e}", p.display()),
+            ConfigError::File(e) => write!(f, "{e}"),
             ConfigError::TooLarge(p) => {
                 write!(f, "config {} is larger than {} bytes", p.display(), MAX_CONFIG)
             }
@@ -84,7 +87,7 @@ impl std::error::Error for ConfigError {}
 
 /// Reads server `name` from the config at `path`.
 pub fn load(path: &Path, name: &str) -> Result<ServerEntry, ConfigError> {
-    let file = std::fs::File::open(path).map_err(|e| ConfigError::Io(path.into(), e))?;
+    let file = crate::files::open_read(path, "config").map_err(ConfigError::File)?;
     let mut text = String::new();
     file.take(MAX_CONFIG + 1)
         .read_to_string(&mut text)

@@ -50,6 +50,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod evidence;
+pub mod files;
 pub mod framing;
 pub mod hex;
 pub mod inert;

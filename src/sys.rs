@@ -1,5 +1,6 @@
-//! The two operating-system facts std does not offer: signalling a whole process group, and
-//! listing the live members of one (from `/proc`).
+//! The operating-system facts std does not offer: signalling a whole process group and
+//! listing the live members of one (from `/proc`), the effective user id, clearing a file
+//! descriptor's `O_NONBLOCK`, and setting `SIGXFSZ` aside while an append writes.
 
 use std::io;
 
@@ -10,9 +11,92 @@ pub const SIGCONT: i32 = 18;
 /// `SIGKILL` on Linux.
 pub const SIGKILL: i32 = 9;
 
+/// `SIGXFSZ` on Linux: sent when a write goes past `RLIMIT_FSIZE`; it kills by default.
+pub const SIGXFSZ: i32 = 25;
+/// `O_NONBLOCK` on Linux.
+pub const O_NONBLOCK: i32 = 0o4000;
+/// `O_NOCTTY` on Linux.
+pub const O_NOCTTY: i32 = 0o400;
+/// `O_NOFOLLOW` on Linux.
+pub const O_NOFOLLOW: i32 = 0o400000;
+/// `ELOOP` on Linux: `O_NOFOLLOW` met a symbolic link.
+pub const ELOOP: i32 = 40;
+/// `ENXIO` on Linux: opening a socket, or a FIFO for writing with no reader.
+pub const ENXIO: i32 = 6;
+const F_GETFL: i32 = 3;
+const F_SETFL: i32 = 4;
+/// `SIG_IGN` and `SIG_ERR` as `signal(2)` takes and returns them.
+const SIG_IGN: usize = 1;
+const SIG_ERR: usize = usize::MAX;
+
 unsafe extern "C" {
     /// libc's `kill(2)`.
     fn kill(pid: i32, sig: i32) -> i32;
+    /// libc's `geteuid(2)`.
+    fn geteuid() -> u32;
+    /// libc's `fcntl(2)` (variadic: here only with an `int` third argument).
+    fn fcntl(fd: i32, cmd: i32, ...) -> i32;
+    /// libc's `signal(2)`; handlers travel as plain addresses (`SIG_DFL` 0, `SIG_IGN` 1).
+    fn signal(sig: i32, handler: usize) -> usize;
+}
+
+/// The effective user id of this process.
+pub fn effective_uid() -> u32 {
+    // SAFETY: `geteuid` takes nothing, cannot fail and touches no memory of ours.
+    unsafe { geteuid() }
+}
+
+/// Clears `O_NONBLOCK` on an open descriptor (set only so that opening a FIFO cannot block).
+pub fn clear_nonblocking(fd: &impl std::os::fd::AsRawFd) -> io::Result<()> {
+    let fd = fd.as_raw_fd();
+    // SAFETY: F_GETFL and F_SETFL read and set the status flags of a descriptor we own (the
+    // borrow keeps it open); they take an `int` argument or none and touch no memory of ours.
+    let flags = unsafe { fcntl(fd, F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if flags & O_NONBLOCK == 0 {
+        return Ok(());
+    }
+    // SAFETY: as above.
+    if unsafe { fcntl(fd, F_SETFL, flags & !O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// While alive, `SIGXFSZ` is ignored, so a write past the file-size limit fails with `EFBIG`
+/// (which the writer can undo and report) instead of killing the process mid-write. Dropping
+/// it puts the previous disposition back, so servers spawned later inherit the usual one.
+pub struct FileSizeSignalIgnored {
+    previous: Option<usize>,
+}
+
+impl FileSizeSignalIgnored {
+    pub fn new() -> Self {
+        // SAFETY: `signal` with SIG_IGN installs no code of ours; it only changes the
+        // process's disposition of SIGXFSZ, which Drop restores.
+        let previous = unsafe { signal(SIGXFSZ, SIG_IGN) };
+        FileSizeSignalIgnored {
+            previous: (previous != SIG_ERR).then_some(previous),
+        }
+    }
+}
+
+impl Default for FileSizeSignalIgnored {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for FileSizeSignalIgnored {
+    fn drop(&mut self) {
+        if let Some(previous) = self.previous {
+            // SAFETY: puts back the disposition `signal` returned above (SIG_DFL, SIG_IGN or
+            // a handler someone else installed and that is still valid).
+            unsafe { signal(SIGXFSZ, previous) };
+        }
+    }
 }
 
 /// Sends `sig` to every process in group `pgid`. `sig == 0` only asks whether any exists.

@@ -38,7 +38,7 @@ pub fn run(args: AnalyzeArgs) -> u8 {
     };
     let log = match analyze::read_log(&args.log) {
         Ok(l) => l,
-        Err(e) => return super::error(format!("cannot read {}: {e}", args.log.display())),
+        Err(e) => return super::error(e),
     };
     let a = analyze::analyze(&log, &domains);
     if args.record {
@@ -51,12 +51,8 @@ pub fn run(args: AnalyzeArgs) -> u8 {
             Ok(r) => r,
             Err(e) => return super::error(e),
         };
-        let bytes = match std::fs::read(&args.log) {
-            Ok(b) => b,
-            Err(e) => return super::error(format!("cannot read {}: {e}", args.log.display())),
-        };
         let path = std::path::absolute(&args.log).unwrap_or_else(|_| args.log.clone());
-        let body = crate::kit::record::block_body(&a, &path.display().to_string(), &bytes);
+        let body = crate::kit::record::block_body(&a, &path.display().to_string(), &log);
         match recorder.record(body, false) {
             Ok(super::server_args::Recorded::Appended { seq, hash, .. }) => {
                 eprintln!(

@@ -1,12 +1,12 @@
 //! `diff`: what changed between the two latest blocks of one target, for regression use in CI.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::{Value, json};
 
 use crate::evidence::block;
+use crate::files::{self, BoundedLines, LineError};
 
 /// Show what changed between the two latest blocks of one target (tools added or removed,
 /// server version, verdict, findings). Exit 1 when something changed.
@@ -26,18 +26,28 @@ pub struct DiffArgs {
 }
 
 pub fn run(args: DiffArgs) -> u8 {
-    let file = match std::fs::File::open(&args.file) {
+    let file = match files::open_read(&args.file, "evidence file") {
         Ok(f) => f,
-        Err(e) => return super::error(format!("cannot read {}: {e}", args.file.display())),
+        Err(e) => return super::error(e),
     };
     // Keep the last two blocks per (target, kind): memory does not grow with the file.
     let mut last: Option<(String, String)> = None;
     let mut pairs: std::collections::HashMap<(String, String), (Option<Value>, Option<Value>)> =
         Default::default();
-    for (n, line) in BufReader::new(file).split(b'\n').enumerate() {
+    // Lines are bounded as verify bounds them: memory stays within one block, whatever the file.
+    for (n, line) in BoundedLines::new(file, block::MAX_LINE).enumerate() {
         let line = match line {
             Ok(l) => l,
-            Err(e) => return super::error(format!("cannot read {}: {e}", args.file.display())),
+            Err(e @ LineError::TooLong { .. }) => {
+                return super::error(format!(
+                    "{}: {e}, longer than any block: it is not an evidence file or it is damaged; run `mcp-witness verify {}`",
+                    args.file.display(),
+                    args.file.display()
+                ));
+            }
+            Err(LineError::Io(e)) => {
+                return super::error(format!("cannot read {}: {e}", args.file.display()));
+            }
         };
         if let Err(e) = block::check_line(&line) {
             return super::error(format!(

@@ -35,6 +35,6 @@ pub fn run(args: RepairArgs) -> u8 {
             );
             0
         }
-        Err(e) => super::error(format!("cannot repair {}: {e}", args.file.display())),
+        Err(e) => super::error(e),
     }
 }

@@ -163,6 +163,8 @@ impl Recorder {
         let signer = if args.no_record {
             None
         } else {
+            // A FIFO, device, folder or dangling link as the evidence file must not cost a run.
+            crate::files::check_append_target(&path, "evidence file").map_err(|e| e.to_string())?;
             Some(signing_key(args.key.clone()).map_err(|e| e.to_string())?)
         };
         Ok(Recorder { signer, path })

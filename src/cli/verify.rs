@@ -63,7 +63,7 @@ pub fn run(args: VerifyArgs) -> u8 {
                 if !args.json {
                     eprintln!("mcp-witness: error: {e}");
                 }
-                reports.push(json!({"file": file.display().to_string(), "unreadable": e.1.to_string()}));
+                reports.push(json!({"file": file.display().to_string(), "unreadable": e.to_string()}));
             }
         }
     }

@@ -1,9 +1,10 @@
 //! Appending a block to an evidence file: locked, chained onto a checked tail, one write,
 //! synced. Safe against concurrent writers (an exclusive `flock`) and crashes (a torn last
-//! line is never chained onto).
+//! line is never chained onto). A write or sync that fails (disk full, quota, file-size limit)
+//! is undone under the lock: the file is cut back to its old length, byte for byte as before.
 
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -43,6 +44,16 @@ pub enum Outcome {
 #[derive(Debug)]
 pub enum AppendError {
     Io(PathBuf, io::Error),
+    /// The path is not a regular file (or a dangling link), or could not be opened.
+    File(crate::files::FileError),
+    /// Writing or syncing the block failed; the file was cut back to `len` bytes (when
+    /// `restore` is `Ok`) or may end in a torn line (when it is not).
+    Write {
+        path: PathBuf,
+        len: u64,
+        cause: WriteFailure,
+        restore: Result<(), io::Error>,
+    },
     Torn {
         path: PathBuf,
         offset: u64,
@@ -60,10 +71,74 @@ pub enum AppendError {
     Unverifiable(BlockError),
 }
 
+/// Why a write of a block failed, in the user's words.
+#[derive(Debug)]
+pub enum WriteFailure {
+    /// ENOSPC.
+    DiskFull,
+    /// EDQUOT.
+    Quota,
+    /// EFBIG: the file-size limit (`ulimit -f`) or the file system's largest file.
+    FileSizeLimit,
+    Other(io::Error),
+}
+
+/// Linux error numbers for the three failures a user can act on.
+const ENOSPC: i32 = 28;
+const EDQUOT: i32 = 122;
+const EFBIG: i32 = 27;
+
+impl WriteFailure {
+    fn of(e: io::Error) -> WriteFailure {
+        match e.raw_os_error() {
+            Some(ENOSPC) => WriteFailure::DiskFull,
+            Some(EDQUOT) => WriteFailure::Quota,
+            Some(EFBIG) => WriteFailure::FileSizeLimit,
+            _ => WriteFailure::Other(e),
+        }
+    }
+}
+
+impl fmt::Display for WriteFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WriteFailure::DiskFull => write!(f, "disk full (no space left on the device)"),
+            WriteFailure::Quota => write!(f, "disk quota exceeded"),
+            WriteFailure::FileSizeLimit => write!(
+                f,
+                "file size limit reached (the process's `ulimit -f`, or the largest file the file system allows)"
+            ),
+            WriteFailure::Other(e) => write!(f, "{e}"),
+        }
+    }
+}
+
 impl fmt::Display for AppendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AppendError::Io(p, e) => write!(f, "evidence file {}: {e}", p.display()),
+            AppendError::File(e) => write!(f, "{e}"),
+            AppendError::Write {
+                path,
+                len,
+                cause,
+                restore: Ok(()),
+            } => write!(
+                f,
+                "evidence file {}: {cause} while appending; nothing was appended and the file was left as it was ({len} bytes). Make room (or raise the limit) and run again",
+                path.display()
+            ),
+            AppendError::Write {
+                path,
+                len,
+                cause,
+                restore: Err(e),
+            } => write!(
+                f,
+                "evidence file {}: {cause} while appending, and cutting the file back to its old length ({len} bytes) failed too ({e}); it may end in a torn line: make room, then run `mcp-witness repair {}`",
+                path.display(),
+                path.display()
+            ),
             AppendError::Torn { path, offset, bytes } => write!(
                 f,
                 "evidence file {} ends in a torn line ({bytes} bytes from offset {offset}, no newline), \
@@ -129,12 +204,7 @@ pub fn append(
     if let Some(dir) = dir {
         fs::create_dir_all(dir).map_err(io_err)?;
     }
-    let file = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .open(path)
-        .map_err(io_err)?;
+    let file = crate::files::open_append(path, "evidence file").map_err(AppendError::File)?;
     lock(&file, path)?;
 
     let shape = tail::shape(&file).map_err(io_err)?;
@@ -212,8 +282,7 @@ pub fn append(
     if let Err(error) = block::check_line_content(&sealed.line[..sealed.line.len() - 1]) {
         return Err(AppendError::Unverifiable(error));
     }
-    (&file).write_all(&sealed.line).map_err(io_err)?;
-    file.sync_data().map_err(io_err)?;
+    write_or_restore(&file, path, shape.len, &sealed.line)?;
     if last.is_none()
         && let Some(dir) = dir
     {
@@ -221,6 +290,22 @@ pub fn append(
         File::open(dir).and_then(|d| d.sync_all()).map_err(io_err)?;
     }
     Ok(Outcome::Appended(sealed))
+}
+
+/// Appends `line` and syncs it; on failure cuts the file back to `len` (we hold the lock, so
+/// `len` is still its length before our write) and says what happened.
+fn write_or_restore(file: &File, path: &Path, len: u64, line: &[u8]) -> Result<(), AppendError> {
+    // A write past `ulimit -f` must fail with EFBIG, not kill us with a torn line written.
+    let _xfsz = crate::sys::FileSizeSignalIgnored::new();
+    let written = { file }.write_all(line).and_then(|()| file.sync_data());
+    let Err(e) = written else { return Ok(()) };
+    let restore = file.set_len(len).and_then(|()| file.sync_data());
+    Err(AppendError::Write {
+        path: path.into(),
+        len,
+        cause: WriteFailure::of(e),
+        restore,
+    })
 }
 
 fn lock(file: &File, path: &Path) -> Result<(), AppendError> {
@@ -291,6 +376,7 @@ pub fn latest_of_target(file: &File, end: u64, target_id: &str) -> io::Result<Op
 mod tests {
     use super::*;
     use crate::evidence::block::tests::body;
+    use std::fs::OpenOptions;
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("mcpw-append-{}-{name}", std::process::id()));

@@ -2,11 +2,16 @@
 //!
 //! A secret key file holds one line, `ed25519-secret:<64 hex>`, mode 0600 in a 0700 folder.
 //! The public key text is `ed25519:<64 hex>`.
+//!
+//! A key is used only when nobody else could have read or replaced it: the file must be a
+//! regular file of ours that group and others cannot access, and its folder (the folder the
+//! path names and, through links, the folder the file really is in) must not be writable by
+//! group or others (not even a sticky `/tmp`) and must belong to us or to root.
 
 use std::fmt;
 use std::fs;
 use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use ed25519_dalek::{SigningKey, VerifyingKey};
@@ -20,8 +25,19 @@ const PUBLIC_PREFIX: &str = "ed25519:";
 #[derive(Debug)]
 pub enum KeyError {
     Io(PathBuf, std::io::Error),
+    /// The path is not a regular file (or a dangling link), or could not be opened.
+    File(crate::files::FileError),
     /// Group or others may read the secret key.
     TooOpen(PathBuf, u32),
+    /// Group or others may write in the key's folder, so they could swap the key.
+    FolderOpen(PathBuf, u32),
+    /// The key file (or its folder) belongs to another user.
+    NotYours {
+        path: PathBuf,
+        folder: bool,
+        owner: u32,
+        me: u32,
+    },
     Malformed(PathBuf),
     Exists(PathBuf),
     NoHome,
@@ -32,6 +48,34 @@ impl fmt::Display for KeyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             KeyError::Io(p, e) => write!(f, "key file {}: {e}", p.display()),
+            KeyError::File(e) => write!(f, "{e}"),
+            KeyError::FolderOpen(p, mode) => write!(
+                f,
+                "key folder {} is writable by group or others (mode {:o}), so they could swap the key; it must be private: run `chmod 700 {}` or keep the key in a private folder",
+                p.display(),
+                mode & 0o7777,
+                p.display()
+            ),
+            KeyError::NotYours {
+                path,
+                folder: false,
+                owner,
+                me,
+            } => write!(
+                f,
+                "key file {} belongs to another user (uid {owner}; you are uid {me}); a signing key must be your own: create one with `mcp-witness keygen --key <a file in a private folder of yours>`",
+                path.display()
+            ),
+            KeyError::NotYours {
+                path,
+                folder: true,
+                owner,
+                me,
+            } => write!(
+                f,
+                "key folder {} belongs to another user (uid {owner}; you are uid {me}), who could swap the key; keep the key in a folder of your own",
+                path.display()
+            ),
             KeyError::TooOpen(p, mode) => write!(
                 f,
                 "key file {} is accessible to group or others (mode {:o}); it must be private: run `chmod 600 {}`",
@@ -99,16 +143,26 @@ pub fn parse_public(text: &str) -> Result<VerifyingKey, KeyError> {
     Ok(key)
 }
 
-/// Loads a signing key, refusing a file that others may read.
+/// Loads a signing key, refusing a file that others may read or could have replaced.
 pub fn load(path: &Path) -> Result<SigningKey, KeyError> {
-    let meta = fs::metadata(path).map_err(|e| KeyError::Io(path.into(), e))?;
-    let mode = meta.permissions().mode();
-    if mode & 0o077 != 0 {
-        return Err(KeyError::TooOpen(path.into(), mode));
+    let file = crate::files::open_read(path, "key file").map_err(KeyError::File)?;
+    let meta = file.metadata().map_err(|e| KeyError::Io(path.into(), e))?;
+    let me = crate::sys::effective_uid();
+    if meta.uid() != me {
+        return Err(KeyError::NotYours {
+            path: path.into(),
+            folder: false,
+            owner: meta.uid(),
+            me,
+        });
     }
+    if meta.mode() & 0o077 != 0 {
+        return Err(KeyError::TooOpen(path.into(), meta.mode()));
+    }
+    check_folders(path)?;
     let mut text = String::new();
-    fs::File::open(path)
-        .and_then(|f| f.take(4096).read_to_string(&mut text))
+    file.take(4096)
+        .read_to_string(&mut text)
         .map_err(|e| KeyError::Io(path.into(), e))?;
     let hex_part = text
         .trim()
@@ -118,9 +172,52 @@ pub fn load(path: &Path) -> Result<SigningKey, KeyError> {
     Ok(SigningKey::from_bytes(&bytes))
 }
 
-/// Creates a new key file (0600, its folder 0700). Refuses to replace one unless `force`.
+/// The folders a key at `path` lives in: the one the path names, and the one the file really
+/// is in when links lead elsewhere.
+fn key_folders(path: &Path) -> Vec<PathBuf> {
+    let named = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let mut folders = vec![named];
+    if let Ok(real) = fs::canonicalize(path)
+        && let Some(dir) = real.parent()
+        && fs::canonicalize(&folders[0]).ok().as_deref() != Some(dir)
+    {
+        folders.push(dir.to_path_buf());
+    }
+    folders
+}
+
+/// Refuses a key folder that group or others may write in, or that belongs to another user
+/// (root's folders are trusted: root could replace the key anyway).
+fn check_folders(path: &Path) -> Result<(), KeyError> {
+    let me = crate::sys::effective_uid();
+    for dir in key_folders(path) {
+        let meta = fs::metadata(&dir).map_err(|e| KeyError::Io(dir.clone(), e))?;
+        if meta.uid() != me && meta.uid() != 0 {
+            return Err(KeyError::NotYours {
+                path: dir,
+                folder: true,
+                owner: meta.uid(),
+                me,
+            });
+        }
+        if meta.mode() & 0o022 != 0 {
+            return Err(KeyError::FolderOpen(dir, meta.mode()));
+        }
+    }
+    Ok(())
+}
+
+/// Creates a new key file (0600, its folder 0700). Refuses to replace one unless `force`,
+/// and refuses a folder where the key would not be private (see `load`).
 pub fn generate(path: &Path, force: bool) -> Result<SigningKey, KeyError> {
     let io = |e| KeyError::Io(path.into(), e);
+    // Never rename a key over a FIFO, device, folder or socket, nor create one through a
+    // dangling link.
+    crate::files::check_append_target(path, "key file").map_err(KeyError::File)?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs::DirBuilder::new()
             .recursive(true)
@@ -128,6 +225,7 @@ pub fn generate(path: &Path, force: bool) -> Result<SigningKey, KeyError> {
             .create(dir)
             .map_err(io)?;
     }
+    check_folders(path)?;
     let key = SigningKey::from_bytes(&random_bytes::<32>().map_err(io)?);
     let line = format!("{SECRET_PREFIX}{}\n", hex::encode(key.as_bytes()));
     // Write a private temporary file and rename it into place, so a crash never leaves a
@@ -190,8 +288,10 @@ pub fn trusted_keys(values: &[String]) -> Result<Vec<VerifyingKey>, KeyError> {
         }
         let path = Path::new(value);
         let mut text = String::new();
-        fs::File::open(path)
-            .and_then(|f| f.take(1 << 20).read_to_string(&mut text))
+        crate::files::open_read(path, "trust file")
+            .map_err(KeyError::File)?
+            .take(1 << 20)
+            .read_to_string(&mut text)
             .map_err(|e| KeyError::Io(path.into(), e))?;
         for line in text.lines().map(str::trim) {
             if line.is_empty() || line.starts_with('#') {
@@ -206,6 +306,7 @@ pub fn trusted_keys(values: &[String]) -> Result<Vec<VerifyingKey>, KeyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("mcpw-keys-{}-{name}", std::process::id()));
@@ -239,6 +340,79 @@ mod tests {
         let err = load(&path).unwrap_err();
         assert!(matches!(err, KeyError::TooOpen(..)));
         assert!(err.to_string().contains("chmod 600"));
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_key_in_a_folder_others_may_write_is_refused_and_none_is_created_there() {
+        let dir = scratch("openfolder");
+        let path = dir.join("signing.key");
+        generate(&path, false).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
+        let err = load(&path).unwrap_err();
+        assert!(matches!(err, KeyError::FolderOpen(..)), "{err}");
+        assert!(err.to_string().contains("chmod 700"), "{err}");
+        // Sticky, like /tmp, is refused too: the folder must be private.
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o1777)).unwrap();
+        assert!(matches!(load(&path), Err(KeyError::FolderOpen(..))));
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o770)).unwrap();
+        assert!(matches!(load(&path), Err(KeyError::FolderOpen(..))));
+        let other = dir.join("other.key");
+        assert!(matches!(generate(&other, false), Err(KeyError::FolderOpen(..))));
+        assert!(!other.exists());
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(load(&path).is_ok());
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_key_reached_through_a_link_is_judged_by_the_folder_it_really_is_in() {
+        let dir = scratch("linked");
+        let private = dir.join("private");
+        let key = private.join("signing.key");
+        generate(&key, false).unwrap();
+        let link = private.join("link.key");
+        std::os::unix::fs::symlink(&key, &link).unwrap();
+        assert!(load(&link).is_ok());
+        // The real folder becomes writable by others: through the link it is refused too.
+        let open = dir.join("open");
+        fs::create_dir(&open).unwrap();
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+        fs::rename(&key, open.join("signing.key")).unwrap();
+        fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(open.join("signing.key"), &link).unwrap();
+        assert!(matches!(load(&link), Err(KeyError::FolderOpen(p, _)) if p == open));
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_key_or_key_folder_of_another_user_is_refused() {
+        let me = crate::sys::effective_uid();
+        if me != 0 {
+            eprintln!("skipped: changing a file's owner needs root (running as uid {me})");
+            return;
+        }
+        let dir = scratch("owner");
+        let path = dir.join("k").join("signing.key");
+        generate(&path, false).unwrap();
+        std::os::unix::fs::chown(&path, Some(12345), None).unwrap();
+        let err = load(&path).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                KeyError::NotYours {
+                    folder: false,
+                    owner: 12345,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("belongs to another user"), "{err}");
+        std::os::unix::fs::chown(&path, Some(0), None).unwrap();
+        std::os::unix::fs::chown(path.parent().unwrap(), Some(12345), None).unwrap();
+        let err = load(&path).unwrap_err();
+        assert!(matches!(err, KeyError::NotYours { folder: true, .. }), "{err}");
         fs::remove_dir_all(dir).unwrap();
     }
 

@@ -2,6 +2,7 @@
 //! truncates the evidence file to its last newline. Nothing else is ever changed.
 
 use std::fs::{self, OpenOptions};
+
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -24,10 +25,35 @@ pub enum Repaired {
 /// Torn bytes larger than this are not a crash mid-write of one block: refuse.
 const MAX_TORN: u64 = super::block::MAX_LINE as u64;
 
-pub fn repair(path: &Path) -> io::Result<Repaired> {
-    let file = OpenOptions::new().read(true).write(true).open(path)?;
+/// Why repair did nothing.
+#[derive(Debug)]
+pub enum RepairError {
+    /// Not a regular file, or it could not be opened.
+    File(crate::files::FileError),
+    Io(PathBuf, io::Error),
+}
+
+impl std::fmt::Display for RepairError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RepairError::File(e) => write!(f, "cannot repair: {e}"),
+            RepairError::Io(p, e) => write!(f, "cannot repair {}: {e}", p.display()),
+        }
+    }
+}
+
+impl std::error::Error for RepairError {}
+
+pub fn repair(path: &Path) -> Result<Repaired, RepairError> {
+    let file = crate::files::open_read_write(path, "evidence file").map_err(RepairError::File)?;
+    // Writing the side file past `ulimit -f` must fail, not kill us halfway.
+    let _xfsz = crate::sys::FileSizeSignalIgnored::new();
+    repair_open(path, &file).map_err(|e| RepairError::Io(path.into(), e))
+}
+
+fn repair_open(path: &Path, file: &std::fs::File) -> io::Result<Repaired> {
     file.lock()?;
-    let shape = tail::shape(&file)?;
+    let shape = tail::shape(file)?;
     if !shape.torn() {
         return Ok(Repaired::Clean);
     }

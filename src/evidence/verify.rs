@@ -74,11 +74,19 @@ impl Report {
 
 /// A file that could not be read at all (as opposed to one that is broken).
 #[derive(Debug)]
-pub struct Unreadable(pub PathBuf, pub io::Error);
+pub enum Unreadable {
+    /// Not a regular file, or it could not be opened.
+    Open(crate::files::FileError),
+    /// Reading it failed midway.
+    Read(PathBuf, io::Error),
+}
 
 impl std::fmt::Display for Unreadable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "cannot read {}: {}", self.0.display(), self.1)
+        match self {
+            Unreadable::Open(e) => write!(f, "{e}"),
+            Unreadable::Read(p, e) => write!(f, "cannot read {}: {e}", p.display()),
+        }
     }
 }
 
@@ -97,8 +105,8 @@ type LineResult = Result<Summary, (Option<u64>, BlockError)>;
 
 /// Verifies one file.
 pub fn verify_file(path: &Path, expect: &Expectations) -> Result<Report, Unreadable> {
-    let unreadable = |e| Unreadable(path.to_path_buf(), e);
-    let file = File::open(path).map_err(unreadable)?;
+    let unreadable = |e| Unreadable::Read(path.to_path_buf(), e);
+    let file = crate::files::open_read(path, "evidence file").map_err(Unreadable::Open)?;
     let mut chunks = Chunker {
         file,
         carry: Vec::new(),

@@ -1,10 +1,13 @@
 //! `analyze`: reads a `serve` log and answers, per domain, whether the client handled the
 //! list_changed cycle, each answer with the log line that proves it.
 
-use std::io::{self, BufRead, BufReader};
-use std::path::Path;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::files::{self, BoundedLines, FileError, LineError};
 
 use super::{Domain, NEGATIVE_CONTROL};
 
@@ -25,13 +28,69 @@ pub struct Log {
     pub entries: Vec<Entry>,
     /// Lines that were not log entries at all.
     pub unreadable: usize,
+    /// SHA-256 (hex) and size of the bytes read: exactly what was judged.
+    pub sha256: String,
+    pub bytes: u64,
 }
 
-pub fn read_log(path: &Path) -> io::Result<Log> {
-    let file = std::fs::File::open(path)?;
+/// A log that could not be read.
+#[derive(Debug)]
+pub enum LogError {
+    /// Not a regular file, or it could not be opened.
+    File(FileError),
+    /// A line longer than any line `serve` writes.
+    TooLong(PathBuf, LineError),
+    Io(PathBuf, io::Error),
+}
+
+impl std::fmt::Display for LogError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LogError::File(e) => write!(f, "{e}"),
+            LogError::TooLong(p, e) => write!(
+                f,
+                "log {}: {e}, longer than any line `mcp-witness serve` writes: this is not a serve log",
+                p.display()
+            ),
+            LogError::Io(p, e) => write!(f, "cannot read log {}: {e}", p.display()),
+        }
+    }
+}
+
+impl std::error::Error for LogError {}
+
+/// Counts and hashes what passes through, so the log is read once.
+struct Hashing<R> {
+    inner: R,
+    hash: Sha256,
+    bytes: u64,
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hash.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+/// Reads a serve log, each line within the bound `serve` writes to.
+pub fn read_log(path: &Path) -> Result<Log, LogError> {
+    let file = files::open_read(path, "log").map_err(LogError::File)?;
     let mut log = Log::default();
-    for (n, line) in BufReader::new(file).split(b'\n').enumerate() {
-        let line = line?;
+    let mut reader = Hashing {
+        inner: file,
+        hash: Sha256::new(),
+        bytes: 0,
+    };
+    let mut lines = BoundedLines::new(&mut reader, super::serve::MAX_LOG_LINE);
+    for (n, line) in (&mut lines).enumerate() {
+        let line = match line {
+            Ok(l) => l,
+            Err(e @ LineError::TooLong { .. }) => return Err(LogError::TooLong(path.into(), e)),
+            Err(LineError::Io(e)) => return Err(LogError::Io(path.into(), e)),
+        };
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
@@ -51,6 +110,9 @@ pub fn read_log(path: &Path) -> io::Result<Log> {
             _ => log.unreadable += 1,
         }
     }
+    drop(lines);
+    log.sha256 = crate::hex::encode(&reader.hash.finalize());
+    log.bytes = reader.bytes;
     Ok(log)
 }
 

@@ -13,7 +13,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 
 /// The block body: the client as it named itself, the log it was judged on (path, digest,
 /// size), every answer with its evidence line, and a verdict per domain and overall.
-pub fn block_body(a: &Analysis, log_path: &str, log_bytes: &[u8]) -> Map<String, Value> {
+pub fn block_body(a: &Analysis, log_path: &str, log: &super::analyze::Log) -> Map<String, Value> {
     let stamp = crate::clock::now();
     let client = a
         .client_info
@@ -59,7 +59,7 @@ pub fn block_body(a: &Analysis, log_path: &str, log_bytes: &[u8]) -> Map<String,
     let fields = json!({
         "target": {"id": sha256_hex(&canonical::to_bytes(&target)), "client": client},
         "client": client,
-        "log": {"path": log_path, "sha256": sha256_hex(log_bytes), "bytes": log_bytes.len() as u64, "entries": a.entries as u64},
+        "log": {"path": log_path, "sha256": log.sha256, "bytes": log.bytes, "entries": a.entries as u64},
         "domains": domains,
         "verdict": overall,
         "observation_sha256": sha256_hex(&canonical::to_bytes(&observation)),

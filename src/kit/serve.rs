@@ -20,6 +20,10 @@ pub const SERVER_NAME: &str = "mcp-witness-serve";
 const KNOWN_VERSIONS: &[&str] = crate::probe::LEGACY_VERSIONS;
 const LATEST: &str = "2025-11-25";
 const MAX_LINE: usize = 16 << 20;
+/// Bound on one log line, which `analyze` reads back within the same bound. Room for a
+/// message of `MAX_LINE` bytes and its wrapping; an entry that would still be longer (a
+/// message whose re-serialisation grew, as escaped raw bytes do) is logged as a note of its size.
+pub const MAX_LOG_LINE: usize = 2 * MAX_LINE;
 
 /// The log path: `--log`, else `MCP_WITNESS_LOG`, else the default in the current folder.
 pub fn log_path(flag: Option<PathBuf>) -> PathBuf {
@@ -56,6 +60,14 @@ impl Log {
             LineKind::Noise(_) => json!({"ts": ts, "dir": dir, "raw": String::from_utf8_lossy(line)}),
         };
         let mut text = serde_json::to_vec(&entry).expect("serializing a Value cannot fail");
+        if text.len() >= MAX_LOG_LINE {
+            let note = format!(
+                "(entry of {} bytes not logged: over the log's line bound)",
+                text.len()
+            );
+            text = serde_json::to_vec(&json!({"ts": ts, "dir": dir, "raw": note}))
+                .expect("serializing a Value cannot fail");
+        }
         text.push(b'\n');
         let _ = self.file.write_all(&text);
         let _ = self.file.flush();

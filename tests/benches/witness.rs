@@ -44,7 +44,10 @@ fn ms(d: Duration) -> f64 {
 fn scratch() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mcpw-bench-{}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
+    // Private (0700): the probe key lives here, and a key folder others may write is refused.
+    std::os::unix::fs::DirBuilderExt::mode(fs::DirBuilder::new().recursive(true), 0o700)
+        .create(&dir)
+        .unwrap();
     dir
 }
 

@@ -27,7 +27,10 @@ impl TempDir {
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         ));
-        std::fs::create_dir_all(&dir).unwrap();
+        // Private (0700): keys live here, and a key in a folder others may write is refused.
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(&dir)
+            .unwrap();
         TempDir(dir)
     }
 
