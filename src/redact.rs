@@ -11,21 +11,6 @@ pub struct Redactor {
     literals: Vec<String>,
 }
 
-/// Text from a server made safe for a terminal: control characters (escape sequences could
-/// retitle the window, clear the screen or write the clipboard) become visible `\u{..}`
-/// escapes; newlines and tabs stay.
-pub fn for_terminal(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{2028}' | '\u{2029}') {
-            out.push_str(&c.escape_unicode().to_string());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// Whether a flag or variable name looks like it holds a secret.
 pub fn secret_name(name: &str) -> bool {
     let n = name.trim_start_matches('-').to_ascii_lowercase();
