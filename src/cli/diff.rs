@@ -154,16 +154,10 @@ pub fn changes(old: &Value, new: &Value) -> Vec<String> {
         let added: Vec<&String> = b.iter().filter(|n| !a.contains(n)).collect();
         let removed: Vec<&String> = a.iter().filter(|n| !b.contains(n)).collect();
         if !added.is_empty() {
-            out.push(format!(
-                "tools added: {}",
-                list(&added)
-            ));
+            out.push(format!("tools added: {}", list(&added)));
         }
         if !removed.is_empty() {
-            out.push(format!(
-                "tools removed: {}",
-                list(&removed)
-            ));
+            out.push(format!("tools removed: {}", list(&removed)));
         }
         let codes = |v: &Value| -> Vec<String> {
             v["reasons"]

@@ -83,6 +83,9 @@ pub fn main() -> ExitCode {
 /// Prints an error the way every subcommand does. An error is one line, and may quote a
 /// server's or a file's text: the whole message is made inert.
 pub(crate) fn error(message: impl std::fmt::Display) -> u8 {
-    eprintln!("mcp-witness: error: {}", crate::inert::inert(&message.to_string()));
+    eprintln!(
+        "mcp-witness: error: {}",
+        crate::inert::inert(&message.to_string())
+    );
     EXIT_USAGE
 }

@@ -265,7 +265,9 @@ fn domain(v: &View, init: Option<usize>, d: Domain) -> DomainReport {
         });
         row(
             "What capabilities did the client send?".into(),
-            caps.map_or("absent".into(), |c| format!("`{}`", c.to_string().replace('`', "'"))),
+            caps.map_or("absent".into(), |c| {
+                format!("`{}`", c.to_string().replace('`', "'"))
+            }),
             v.ev(init.filter(|_| caps.is_some())),
         );
         let reply = handshake.and_then(|i| v.reply(i));
@@ -580,7 +582,7 @@ pub fn markdown(a: &Analysis, log_name: &str) -> String {
             let ev = r
                 .evidence
                 .as_ref()
-                .map_or("absent".into(), |(n, ts)| format!("log line {n}, {ts}"));
+                .map_or("absent".into(), |(n, ts)| format!("log line {n}, {}", cell(ts)));
             s.push_str(&format!(
                 "| {} | {} | {} | {} |\n",
                 i + 1,

@@ -1,8 +1,8 @@
 //! JUnit XML: one test suite per group, one test case per check.
 
 use super::{GROUPS, payload_lines};
-use crate::inert::inert;
 use crate::check::model::{CheckReport, Status};
+use crate::inert::inert;
 
 fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -56,7 +56,7 @@ pub fn junit(r: &CheckReport) -> String {
             let message = inert(&x.message);
             let mut body = format!("{message}\nfix: {}\nspec: {}", x.fix, x.spec);
             for line in x.payload.as_deref().map(payload_lines).into_iter().flatten() {
-                body.push('\n');
+                body.push_str("\n| ");
                 body.push_str(&line);
             }
             match x.status {

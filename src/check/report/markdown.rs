@@ -1,8 +1,8 @@
 //! A Markdown report: a summary and one table per group.
 
 use super::{GROUPS, protocol, who};
-use crate::inert::inert;
 use crate::check::model::{CheckReport, Status};
+use crate::inert::inert;
 
 /// Text for a table cell or a line: inert (no control, bidi or tag character, so no line
 /// break), with the characters Markdown and HTML act on escaped.

@@ -37,6 +37,8 @@ fn protocol(report: &CheckReport) -> String {
 }
 
 /// A payload (several lines of our own layout around server text), each line made inert.
+/// Every printer puts a prefix (`| `) before each line, so no payload line can begin a line
+/// of a log that shows the report (a line the server wrote on stdout stays one line).
 fn payload_lines(payload: &str) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
     inert_lines(payload.trim_end_matches('\n'))
 }

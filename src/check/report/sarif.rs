@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
-use crate::check::checks::ALL;
 use super::payload_lines;
+use crate::check::checks::ALL;
 use crate::check::model::{CheckReport, Status};
 use crate::inert::inert;
 
@@ -44,7 +44,7 @@ pub fn sarif(r: &CheckReport) -> Value {
             // prints the message from being driven by it.
             let mut text = format!("{} Fix: {}", inert(&x.message), x.fix);
             for line in x.payload.as_deref().map(payload_lines).into_iter().flatten() {
-                text.push('\n');
+                text.push_str("\n| ");
                 text.push_str(&line);
             }
             json!({
