@@ -364,3 +364,172 @@ fn analyze_shows_hostile_client_names_and_methods_escaped() {
     assert_inert("analyze markdown", &read(&md));
     assert!(String::from_utf8_lossy(&out.stdout).contains("H\\u{1b}[31mred"));
 }
+
+/// A secret handed to the server as `--env=API_TOKEN=…`, which it echoes everywhere.
+const SECRET: &str = "Zq7RwY2mKp4Lx9TcVb3N";
+
+/// Every output holds neither the secret nor any 8-character piece of it.
+fn assert_secret_absent(label: &str, bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    for start in 0..=SECRET.len() - 8 {
+        let piece = &SECRET[start..start + 8];
+        assert!(
+            !text.contains(piece),
+            "{label}: `{piece}` of the secret leaked:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn a_secret_the_server_echoes_into_every_field_is_masked_before_any_cut_everywhere() {
+    let dir = TempDir::new("secret-echo");
+    let ev = dir.join("p.jsonl");
+    let cev = dir.join("c.jsonl");
+    let env_arg = format!("--env=API_TOKEN={SECRET}");
+    let args_json = format!("{{\"api_key\": \"{SECRET}\", \"text\": \"hi\"}}");
+    let probe = run(
+        &dir,
+        &[
+            "probe",
+            "-e",
+            ev.to_str().unwrap(),
+            "--call",
+            "echo",
+            "--call-args",
+            &args_json,
+            "--",
+            FIXTURE,
+            "secret-echo",
+            &env_arg,
+            "-p",
+            SECRET,
+        ],
+        &[],
+    );
+    let (junit, sarif, md, summary) = (
+        dir.join("j.xml"),
+        dir.join("s.sarif"),
+        dir.join("m.md"),
+        dir.join("summary.md"),
+    );
+    let check = run(
+        &dir,
+        &[
+            "check",
+            "-e",
+            cev.to_str().unwrap(),
+            "--github",
+            "--verbose",
+            "--junit",
+            junit.to_str().unwrap(),
+            "--sarif",
+            sarif.to_str().unwrap(),
+            "--markdown",
+            md.to_str().unwrap(),
+            "--",
+            FIXTURE,
+            "secret-echo",
+            &env_arg,
+        ],
+        &[("GITHUB_STEP_SUMMARY", summary.to_str().unwrap())],
+    );
+    let check_json = run(
+        &dir,
+        &[
+            "check",
+            "--no-record",
+            "--json",
+            "--",
+            FIXTURE,
+            "secret-echo",
+            &env_arg,
+        ],
+        &[],
+    );
+    let pev = dir.join("version.jsonl");
+    let pev = pev.to_str().unwrap();
+    let version_probe = run(
+        &dir,
+        &["probe", "-e", pev, "--", FIXTURE, "secret-echo", &env_arg],
+        &[("SECRET_PROTOCOL", "1")],
+    );
+    let version_check = run(
+        &dir,
+        &["check", "-e", pev, "--", FIXTURE, "secret-echo", &env_arg],
+        &[("SECRET_PROTOCOL", "1")],
+    );
+    let probe_json = run(
+        &dir,
+        &[
+            "probe",
+            "--no-record",
+            "--json",
+            "--",
+            FIXTURE,
+            "secret-echo",
+            &env_arg,
+        ],
+        &[],
+    );
+    for (label, out) in [
+        ("probe", &probe),
+        ("check", &check),
+        ("check --json", &check_json),
+        ("probe --json", &probe_json),
+        ("probe, secret version", &version_probe),
+        ("check, secret version", &version_check),
+    ] {
+        assert!(out.code >= 0, "{label} ran");
+        assert_secret_absent(&format!("{label} stdout"), &out.stdout);
+        assert_secret_absent(&format!("{label} stderr"), &out.stderr);
+    }
+    for path in [
+        &ev,
+        &cev,
+        &junit,
+        &sarif,
+        &md,
+        &summary,
+        &dir.join("version.jsonl"),
+    ] {
+        assert_secret_absent(&path.display().to_string(), &read(path));
+    }
+    for b in blocks(&dir.join("version.jsonl")) {
+        assert_eq!(b["protocol_version"], "[REDACTED]", "{b}");
+    }
+    let failed = blocks(&dir.join("version.jsonl")).remove(0);
+    assert!(
+        failed["stderr"]["tail"].to_string().contains("[REDACTED]"),
+        "{failed}"
+    );
+    // The server did echo it: the fields hold the mask where the secret was.
+    let block = blocks(&ev).pop().unwrap();
+    let text = block.to_string();
+    for field in [
+        "server",
+        "capabilities",
+        "tools",
+        "call",
+        "stdout_noise",
+        "messages",
+    ] {
+        assert!(
+            block[field].to_string().contains("[REDACTED]"),
+            "{field} was masked: {}",
+            block[field]
+        );
+    }
+    assert!(
+        block["target"]["command"]
+            .to_string()
+            .contains("--env=API_TOKEN=[REDACTED]"),
+        "{text}"
+    );
+    let report: Value = serde_json::from_slice(&check_json.stdout).unwrap();
+    assert!(
+        report["server"]["name"]
+            .as_str()
+            .is_some_and(|n| n.ends_with("[REDACTED]")),
+        "{report}"
+    );
+}

@@ -465,8 +465,10 @@ impl<'o> Ctx<'o> {
         self.teardown.as_ref()
     }
 
+    /// What the server wrote on stderr (head and tail), secrets masked.
     pub fn stderr_text(&self) -> String {
-        self.stderr
+        let text = self
+            .stderr
             .as_ref()
             .and_then(|s| {
                 s.lock().ok().map(|l| {
@@ -478,7 +480,8 @@ impl<'o> Ctx<'o> {
                     t
                 })
             })
-            .unwrap_or_default()
+            .unwrap_or_default();
+        self.redactor.text(&text)
     }
 
     pub(super) fn finish(mut self, results: Vec<CheckResult>, duration_ms: u64) -> CheckReport {
