@@ -236,7 +236,9 @@ fn mask_headers(text: &str) -> String {
         } else {
             name
         };
-        if name.is_empty() || !secret_name(name) || tail.starts_with("//") {
+        // Bare `pass`, `key` and `session` are ordinary words before a colon in prose.
+        let ordinary = ["pass", "key", "session"].contains(&name.to_ascii_lowercase().as_str());
+        if name.is_empty() || ordinary || !secret_name(name) || tail.starts_with("//") {
             rest = tail;
             continue;
         }
@@ -494,6 +496,7 @@ mod tests {
         );
         assert_eq!(r.text(r#"{"token": "t0k"}"#), format!(r#"{{"token": "{MASK}"}}"#));
         assert_eq!(r.text("note: plain, port: 80"), "note: plain, port: 80");
+        assert_eq!(r.text("pass: 3 checks, key: id"), "pass: 3 checks, key: id");
         assert_eq!(r.text("session://host/x"), "session://host/x");
     }
 
