@@ -465,23 +465,29 @@ impl<'o> Ctx<'o> {
         self.teardown.as_ref()
     }
 
-    /// What the server wrote on stderr (head and tail), secrets masked.
+    /// What the server wrote on stderr (head and tail), secrets masked. Where the head or
+    /// the tail was cut mid-line, that partial line is dropped: it could hold part of a
+    /// secret the redactor no longer recognises.
     pub fn stderr_text(&self) -> String {
-        let text = self
-            .stderr
+        self.stderr
             .as_ref()
             .and_then(|s| {
                 s.lock().ok().map(|l| {
-                    let mut t = String::from_utf8_lossy(&l.head).into_owned();
-                    if l.bytes as usize > l.head.len() {
-                        t.push('\n');
-                        t.push_str(&String::from_utf8_lossy(&l.tail));
+                    let bytes = l.bytes as usize;
+                    let mut t = self.redactor.text(&String::from_utf8_lossy(&l.head));
+                    if bytes > l.head.len() {
+                        t.truncate(t.rfind('\n').map_or(0, |i| i + 1));
+                        let mut tail = self.redactor.text(&String::from_utf8_lossy(&l.tail));
+                        if bytes > l.tail.len() {
+                            tail.drain(..tail.find('\n').map_or(tail.len(), |i| i + 1));
+                        }
+                        t.push_str("…\n");
+                        t.push_str(&tail);
                     }
                     t
                 })
             })
-            .unwrap_or_default();
-        self.redactor.text(&text)
+            .unwrap_or_default()
     }
 
     pub(super) fn finish(mut self, results: Vec<CheckResult>, duration_ms: u64) -> CheckReport {
