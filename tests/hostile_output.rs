@@ -151,6 +151,47 @@ fn probe_summary_and_json_show_hostile_server_text_escaped_and_the_file_keeps_it
         .collect();
     assert!(names.contains(&HOSTILE), "{names:?}");
 
+    // An error reply to the call, and a crash whose stderr the summary quotes.
+    let out = run(
+        &dir,
+        &[
+            "probe",
+            "-e",
+            ev,
+            "--call",
+            "echo",
+            "--call-args",
+            r#"{"text":"fail"}"#,
+            "--",
+            FIXTURE,
+            "hostile-text",
+        ],
+        &[],
+    );
+    assert_inert("probe call error stdout", &out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("error -32603 failed: H\\u{1b}[31m"), "{text}");
+    let out = run(
+        &dir,
+        &["probe", "-e", ev, "--", FIXTURE, "hostile-text"],
+        &[("HOSTILE_CRASH", "1")],
+    );
+    assert_eq!(out.code, 1);
+    assert_inert("probe crash stdout", &out.stdout);
+    assert_inert("probe crash stderr", &out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("stderr (") && text.contains("RuntimeError: H\\u{1b}[31m"),
+        "{text}"
+    );
+    let crash = blocks(Path::new(ev)).pop().unwrap();
+    assert!(
+        crash["stderr"]["tail"]
+            .as_str()
+            .is_some_and(|t| t.contains(HOSTILE)),
+        "{crash}"
+    );
+
     let out = run(
         &dir,
         &[
@@ -226,6 +267,15 @@ fn check_reports_in_every_format_show_hostile_server_text_escaped() {
         assert_inert(label, &bytes);
         assert_markers_escaped(label, &bytes);
     }
+    // A server that dies in the handshake: the suite could not run, quoting its stderr.
+    let out = run(
+        &dir,
+        &["check", "--no-record", "--github", "--", FIXTURE, "hostile-text"],
+        &[("HOSTILE_CRASH", "1")],
+    );
+    assert_eq!(out.code, 2, "{}", String::from_utf8_lossy(&out.stdout));
+    assert_inert("check crash stdout", &out.stdout);
+    assert_inert("check crash stderr", &out.stderr);
     let sarif: Value = serde_json::from_slice(&read(&sarif)).unwrap();
     assert!(
         sarif["runs"][0]["results"]
