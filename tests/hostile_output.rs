@@ -418,15 +418,19 @@ fn analyze_shows_hostile_client_names_and_methods_escaped() {
 /// A secret handed to the server as `--env=API_TOKEN=…`, which it echoes everywhere.
 const SECRET: &str = "Zq7RwY2mKp4Lx9TcVb3N";
 
-/// Every output holds neither the secret nor any 8-character piece of it.
+/// Every output holds neither the secret nor any 8-character piece of it, nor of the secret
+/// reversed (which the server sends as header values, masked by their shape alone).
 fn assert_secret_absent(label: &str, bytes: &[u8]) {
     let text = String::from_utf8_lossy(bytes);
-    for start in 0..=SECRET.len() - 8 {
-        let piece = &SECRET[start..start + 8];
-        assert!(
-            !text.contains(piece),
-            "{label}: `{piece}` of the secret leaked:\n{text}"
-        );
+    let reversed: String = SECRET.chars().rev().collect();
+    for secret in [SECRET, &reversed] {
+        for start in 0..=secret.len() - 8 {
+            let piece = &secret[start..start + 8];
+            assert!(
+                !text.contains(piece),
+                "{label}: `{piece}` of the secret leaked:\n{text}"
+            );
+        }
     }
 }
 
@@ -574,6 +578,19 @@ fn a_secret_the_server_echoes_into_every_field_is_masked_before_any_cut_everywhe
             .to_string()
             .contains("--env=API_TOKEN=[REDACTED]"),
         "{text}"
+    );
+    assert!(
+        failed["stderr"]["tail"]
+            .to_string()
+            .contains("X-API-Key: [REDACTED]"),
+        "{failed}"
+    );
+    assert!(
+        block["stdout_noise"]
+            .to_string()
+            .contains("Authorization: Bearer [REDACTED]"),
+        "{}",
+        block["stdout_noise"]
     );
     let report: Value = serde_json::from_slice(&check_json.stdout).unwrap();
     assert!(
