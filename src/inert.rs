@@ -56,6 +56,31 @@ pub fn inert_lines(text: &str) -> impl Iterator<Item = Cow<'_, str>> {
     text.split('\n').map(inert)
 }
 
+/// `value` as one line of JSON whose every hazard is a `\uXXXX` escape: it parses back to
+/// exactly `value`, yet a terminal or CI log that shows it sees no control, bidi or tag
+/// character (serde_json escapes only C0 controls; DEL, C1, bidi and tags it leaves raw).
+pub fn json(value: &serde_json::Value) -> String {
+    let text = value.to_string();
+    if !text.chars().any(is_hazard) {
+        return text;
+    }
+    // Outside strings serialized JSON is ASCII without controls, so every hazard left is
+    // inside a string, where a `\uXXXX` escape (a surrogate pair above U+FFFF) is the same
+    // character.
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_hazard(c) {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,6 +106,14 @@ mod tests {
     fn no_line_of_the_output_can_begin_with_server_text() {
         let out = inert("name\n::stop-commands::tok\r\nrecorded: fake");
         assert_eq!(out.lines().count(), 1);
+    }
+
+    #[test]
+    fn json_escapes_every_hazard_and_parses_back_to_the_same_value() {
+        let v = serde_json::json!({"n": "a\u{7f}\u{9b}\u{202e}\u{e0041}\n\u{1b}"});
+        let text = json(&v);
+        assert!(!text.chars().any(is_hazard), "{text}");
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), v);
     }
 
     #[test]

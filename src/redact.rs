@@ -1,6 +1,15 @@
 //! Keeping secrets out of evidence: values of secret-named flags and variables, and values
 //! shaped like well-known tokens, become `[REDACTED]` in every text a block records. The
 //! server itself still receives the real values.
+//!
+//! What is learnt as a literal secret of a run: values of secret-named variables
+//! (`--env API_TOKEN=…`), of secret-named flags (`--token X`, `--token=X`), of a
+//! secret-named key nested in an argument (`--env=API_TOKEN=X`, `-e API_TOKEN=X`), of the
+//! short password flag (`-p X`, `-pX`, as mysql spells it; a number such as a port is
+//! kept), and string values of secret-named keys of JSON arguments (`--call-args`).
+//! What is masked in any text: those literals, token shapes, URL passwords and the value
+//! of a secret-named header (`X-API-Key: v`, `Authorization: Bearer v`). Server JSON is
+//! redacted as it arrives (strings and object keys), before anything is cut.
 
 /// What replaces a secret.
 pub const MASK: &str = "[REDACTED]";
@@ -9,21 +18,6 @@ pub const MASK: &str = "[REDACTED]";
 #[derive(Debug, Default, Clone)]
 pub struct Redactor {
     literals: Vec<String>,
-}
-
-/// Text from a server made safe for a terminal: control characters (escape sequences could
-/// retitle the window, clear the screen or write the clipboard) become visible `\u{..}`
-/// escapes; newlines and tabs stay.
-pub fn for_terminal(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{2028}' | '\u{2029}') {
-            out.push_str(&c.escape_unicode().to_string());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// Whether a flag or variable name looks like it holds a secret.
@@ -72,10 +66,15 @@ impl Redactor {
             .collect();
         let mut iter = argv.iter().peekable();
         while let Some(arg) = iter.next() {
-            if let Some((name, value)) = arg.split_once('=') {
-                if secret_name(name) {
-                    secrets.push(value.to_string());
-                }
+            if let Some(value) = short_password(arg) {
+                secrets.push(value.to_string());
+            } else if arg == "-p"
+                && let Some(next) = iter.peek().filter(|n| !n.starts_with('-') && !is_number(n))
+            {
+                secrets.push((*next).clone());
+                iter.next();
+            } else if arg.contains('=') {
+                secrets.extend(nested_secret(arg).map(str::to_string));
             } else if arg.starts_with('-')
                 && secret_name(arg)
                 && let Some(next) = iter.peek().filter(|n| !n.starts_with("--"))
@@ -94,17 +93,29 @@ impl Redactor {
         for (i, arg) in argv.iter().enumerate() {
             // A secret flag's value is masked even when it starts with `-`; only another long
             // flag is taken for a flag.
-            if mask_next && !arg.starts_with("--") {
+            if mask_next && !arg.starts_with("--") && !(argv[i - 1] == "-p" && is_number(arg)) {
                 out.push(MASK.to_string());
                 mask_next = false;
                 continue;
             }
             mask_next = false;
+            if i > 0 && arg.contains('=') {
+                // The value after the first secret-named key: `--token=X`, `--env=API_TOKEN=X`.
+                if let Some(value) = nested_secret(arg) {
+                    let head = &arg[..arg.len() - value.len()];
+                    out.push(format!("{}{MASK}", self.text(head)));
+                    continue;
+                }
+            }
             if i > 0
-                && let Some((name, _)) = arg.split_once('=')
-                && secret_name(name)
+                && let Some(value) = short_password(arg)
             {
-                out.push(format!("{name}={MASK}"));
+                out.push(format!("{}{MASK}", &arg[..arg.len() - value.len()]));
+                continue;
+            }
+            if i > 0 && arg == "-p" {
+                mask_next = true;
+                out.push(arg.clone());
                 continue;
             }
             if i > 0 && arg.starts_with('-') && !arg.contains('=') && secret_name(arg) {
@@ -115,14 +126,53 @@ impl Redactor {
         out
     }
 
-    /// Masks every string inside foreign JSON (keys stay: they are the server's vocabulary).
+    /// Learns the string values of secret-named keys anywhere in `value` (the JSON arguments
+    /// of a call) as literals, so they are masked wherever they reappear.
+    pub fn learn_json(&mut self, value: &serde_json::Value) {
+        fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
+            match v {
+                serde_json::Value::Array(a) => a.iter().for_each(|v| walk(v, out)),
+                serde_json::Value::Object(m) => {
+                    for (k, v) in m {
+                        match v {
+                            serde_json::Value::String(s) if secret_name(k) => out.push(s.clone()),
+                            _ => walk(v, out),
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut found = std::mem::take(&mut self.literals);
+        walk(value, &mut found);
+        *self = Redactor::with_secrets(found);
+    }
+
+    /// Masks every string inside foreign JSON, object keys included: a key is the server's
+    /// vocabulary, yet one that holds a secret is masked like any other text.
     pub fn json(&self, value: &mut serde_json::Value) {
         match value {
-            serde_json::Value::String(s) => *s = self.text(s),
+            serde_json::Value::String(s) => {
+                let masked = self.text(s);
+                if masked != *s {
+                    *s = masked;
+                }
+            }
             serde_json::Value::Array(a) => a.iter_mut().for_each(|v| self.json(v)),
-            serde_json::Value::Object(m) => m.values_mut().for_each(|v| self.json(v)),
+            serde_json::Value::Object(m) => self.map(m),
             _ => {}
         }
+    }
+
+    /// [`Redactor::json`] for an object.
+    pub fn map(&self, m: &mut serde_json::Map<String, serde_json::Value>) {
+        if m.keys().any(|k| self.text(k) != *k) {
+            *m = std::mem::take(m)
+                .into_iter()
+                .map(|(k, v)| (self.text(&k), v))
+                .collect();
+        }
+        m.values_mut().for_each(|v| self.json(v));
     }
 
     /// Any text (stderr, noise, a call preview) as it may be recorded.
@@ -133,8 +183,99 @@ impl Redactor {
                 out = out.replace(lit.as_str(), MASK);
             }
         }
-        mask_token_shapes(&mask_url_passwords(&out))
+        mask_token_shapes(&mask_headers(&mask_url_passwords(&out)))
     }
+}
+
+/// Whether `text` is a plain number (a port, a count): never taken for a password.
+fn is_number(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The value of `-pVALUE` (the short password flag with its value attached), unless it is
+/// a number (`-p8080` is a port).
+fn short_password(arg: &str) -> Option<&str> {
+    arg.strip_prefix("-p")
+        .filter(|v| !v.is_empty() && !v.starts_with('=') && !is_number(v))
+}
+
+/// In `a=b=c…`, the text after the first `=` whose left part (from the previous `=`) is a
+/// secret name: `--token=X` gives `X`, `--env=API_TOKEN=X` gives `X`.
+fn nested_secret(arg: &str) -> Option<&str> {
+    let mut start = 0;
+    for (i, _) in arg.match_indices('=') {
+        if secret_name(&arg[start..i]) {
+            return Some(&arg[i + 1..]);
+        }
+        start = i + 1;
+    }
+    None
+}
+
+/// Masks the value of a secret-named header or field written `Name: value` (`X-API-Key:
+/// abc`, `Authorization: Bearer abc`, `"token": "abc"`). An auth scheme word stays.
+fn mask_headers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(colon) = rest.find(':') {
+        let (head, tail) = rest.split_at(colon);
+        out.push_str(head);
+        out.push(':');
+        let tail = &tail[1..];
+        let name_start = head
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+            .map_or(0, |i| i + 1);
+        let name = &head[name_start..];
+        // `"name": "value"`: the name may be quoted.
+        let name = if name.is_empty() && head.ends_with('"') {
+            let inner = &head[..head.len() - 1];
+            let s = inner
+                .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+                .map_or(0, |i| i + 1);
+            &inner[s..]
+        } else {
+            name
+        };
+        // Bare `pass`, `key` and `session` are ordinary words before a colon in prose.
+        let ordinary = ["pass", "key", "session"].contains(&name.to_ascii_lowercase().as_str());
+        if name.is_empty() || ordinary || !secret_name(name) || tail.starts_with("//") {
+            rest = tail;
+            continue;
+        }
+        let spaces = tail.len() - tail.trim_start_matches([' ', '\t']).len();
+        out.push_str(&tail[..spaces]);
+        let mut value = &tail[spaces..];
+        // An auth scheme (`Bearer`, `Basic`, `Token`) is kept; the credential after it goes.
+        if let Some((scheme, after)) = value.split_once(' ')
+            && ["bearer", "basic", "token", "digest"].contains(&scheme.to_ascii_lowercase().as_str())
+        {
+            out.push_str(scheme);
+            out.push(' ');
+            value = after.trim_start_matches(' ');
+        }
+        let quoted = value.starts_with('"');
+        let body = if quoted { &value[1..] } else { value };
+        let end = body
+            .find(|c: char| {
+                if quoted {
+                    c == '"'
+                } else {
+                    c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ';')
+                }
+            })
+            .unwrap_or(body.len());
+        if end == 0 {
+            rest = value;
+            continue;
+        }
+        if quoted {
+            out.push('"');
+        }
+        out.push_str(MASK);
+        rest = &body[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Masks the password of `scheme://user:password@host`.
@@ -305,6 +446,70 @@ mod tests {
             format!("postgres://admin:{MASK}@db:5432/x")
         );
         assert_eq!(r.text("Bearer shorttok"), format!("Bearer {MASK}"));
+    }
+
+    #[test]
+    fn nested_env_assignments_and_the_short_password_flag_are_learnt_and_masked() {
+        let argv = s(&[
+            "srv",
+            "--env=API_TOKEN=nestedsecret1",
+            "-e",
+            "DB_PASSWORD=nestedsecret2",
+            "-p",
+            "shortflag3",
+            "-pattached4",
+            "-p",
+            "8080",
+            "--env=PORT=9000",
+        ]);
+        let r = Redactor::for_run(&argv, &[]);
+        assert_eq!(
+            r.argv(&argv),
+            s(&[
+                "srv",
+                &format!("--env=API_TOKEN={MASK}"),
+                "-e",
+                &format!("DB_PASSWORD={MASK}"),
+                "-p",
+                MASK,
+                &format!("-p{MASK}"),
+                "-p",
+                "8080",
+                "--env=PORT=9000",
+            ])
+        );
+        for secret in ["nestedsecret1", "nestedsecret2", "shortflag3", "attached4"] {
+            assert_eq!(r.text(&format!("echo {secret}!")), format!("echo {MASK}!"));
+        }
+    }
+
+    #[test]
+    fn secret_named_header_values_are_masked_and_the_scheme_kept() {
+        let r = Redactor::default();
+        assert_eq!(
+            r.text("X-API-Key: abc123 sent"),
+            format!("X-API-Key: {MASK} sent")
+        );
+        assert_eq!(
+            r.text("authorization: Basic dXNlcjpwdw=="),
+            format!("authorization: Basic {MASK}")
+        );
+        assert_eq!(r.text(r#"{"token": "t0k"}"#), format!(r#"{{"token": "{MASK}"}}"#));
+        assert_eq!(r.text("note: plain, port: 80"), "note: plain, port: 80");
+        assert_eq!(r.text("pass: 3 checks, key: id"), "pass: 3 checks, key: id");
+        assert_eq!(r.text("session://host/x"), "session://host/x");
+    }
+
+    #[test]
+    fn json_keys_holding_a_secret_are_masked_and_call_argument_secrets_learnt() {
+        let mut r = Redactor::default();
+        r.learn_json(&serde_json::json!({"nested": {"api_key": "argsecret9"}, "text": "hi"}));
+        let mut v = serde_json::json!({"x-argsecret9": {"name": "argsecret9 here"}, "plain": "hi"});
+        r.json(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({format!("x-{MASK}"): {"name": format!("{MASK} here")}, "plain": "hi"})
+        );
     }
 
     #[test]

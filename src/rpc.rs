@@ -96,7 +96,7 @@ pub struct Rpc {
     pub server: Server,
     next_id: u64,
     pub traffic: Traffic,
-    /// Masks secrets in what is kept of stdout noise.
+    /// Masks secrets in every reply, name and noise line kept, before any cut.
     pub redactor: Redactor,
     /// The run's deadline: no wait goes past it, whatever its own timeout.
     pub deadline: Option<Instant>,
@@ -282,15 +282,22 @@ impl Rpc {
             (Some(method), _) => {
                 self.traffic.notification_count += 1;
                 if self.traffic.notifications.len() < NAMES_KEEP {
-                    let name = method
-                        .as_str()
-                        .map_or_else(|| "(not a string)".to_string(), |m| cut(m, 128));
+                    // Redact before the cut, so no part of a secret survives it.
+                    let name = method.as_str().map_or_else(
+                        || "(not a string)".to_string(),
+                        |m| cut(&self.redactor.text(m), 128),
+                    );
                     self.traffic.notifications.push(name);
                 }
                 None
             }
             (None, id) if accept(id.as_ref()) => match serde_json::from_slice::<Map<String, Value>>(body) {
-                Ok(msg) => Some(classify_reply(msg)),
+                Ok(mut msg) => {
+                    // Redacted whole as it arrives (strings and keys), before anything reads,
+                    // cuts or records a part of it.
+                    self.redactor.map(&mut msg);
+                    Some(classify_reply(msg))
+                }
                 Err(_) => Some(Reply::Malformed(Map::new())),
             },
             (None, _) => {
@@ -316,7 +323,8 @@ impl Rpc {
         }
         self.traffic.server_request_count += 1;
         if self.traffic.server_requests.len() < NAMES_KEEP {
-            self.traffic.server_requests.push((cut(method, 128), how));
+            let method = self.redactor.text(method);
+            self.traffic.server_requests.push((cut(&method, 128), how));
         }
     }
 }

@@ -102,6 +102,11 @@
 //!   fillers. `tools/call` succeeds for everything: unknown tools ("ok"),
 //!   missing or wrong-typed arguments ("done"); `shape_bad` returns a
 //!   malformed result and `big_result` 200,000 characters of text.
+//! - `hostile-text`, `secret-echo`: self-contained servers whose text is hostile
+//!   (terminal and CI-log hazards) or echoes a secret; see `fixture/hostile.rs`.
+
+#[path = "fixture/hostile.rs"]
+mod hostile;
 
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -236,6 +241,13 @@ fn main() -> ExitCode {
         eprintln!("{}", usage());
         return ExitCode::from(2);
     };
+    if let Some(result) = hostile::run(name, &args) {
+        return if result.is_ok() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
     let behaviour = match Behaviour::parse(name, args.get(2).map(String::as_str)) {
         Ok(b) => b,
         Err(message) => {

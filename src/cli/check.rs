@@ -88,7 +88,7 @@ pub fn run(args: CheckArgs) -> u8 {
     let mut code = report.exit_code();
 
     if args.json {
-        outln!("{}", report.to_json());
+        outln!("{}", crate::inert::json(&report.to_json()));
     } else {
         let colour =
             std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());

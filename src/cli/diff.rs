@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::evidence::block;
 use crate::files::{self, BoundedLines, LineError};
+use crate::inert::inert;
 
 /// Show what changed between the two latest blocks of one target (tools added or removed,
 /// server version, verdict, findings). Exit 1 when something changed.
@@ -91,15 +92,17 @@ pub fn run(args: DiffArgs) -> u8 {
     if args.json {
         outln!(
             "{}",
-            json!({"target": key.0, "kind": key.1, "from_seq": old["seq"], "to_seq": new["seq"], "changed": !changes.is_empty(), "changes": changes})
+            crate::inert::json(
+                &json!({"target": key.0, "kind": key.1, "from_seq": old["seq"], "to_seq": new["seq"], "changed": !changes.is_empty(), "changes": changes})
+            )
         );
     } else {
         outln!(
             "{} block seq {} -> seq {} of target {}",
-            key.1,
+            inert(&key.1),
             old["seq"],
             new["seq"],
-            &key.0[..12.min(key.0.len())]
+            inert(&key.0.chars().take(12).collect::<String>())
         );
         if changes.is_empty() {
             outln!("  unchanged");
@@ -117,14 +120,20 @@ fn strings(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The differences that matter, one sentence each.
+/// The differences that matter, one sentence each; every value quoted from the file is made
+/// inert, so a sentence stays one line and acts on no terminal.
 pub fn changes(old: &Value, new: &Value) -> Vec<String> {
     let mut out = Vec::new();
     fn field(out: &mut Vec<String>, label: &str, a: &Value, b: &Value) {
         if a != b {
-            out.push(format!("{label}: {a} -> {b}"));
+            out.push(format!(
+                "{label}: {} -> {}",
+                inert(&a.to_string()),
+                inert(&b.to_string())
+            ));
         }
     }
+    let list = |names: &[&String]| names.iter().map(|s| inert(s)).collect::<Vec<_>>().join(", ");
     field(
         &mut out,
         "server name",
@@ -155,16 +164,10 @@ pub fn changes(old: &Value, new: &Value) -> Vec<String> {
         let added: Vec<&String> = b.iter().filter(|n| !a.contains(n)).collect();
         let removed: Vec<&String> = a.iter().filter(|n| !b.contains(n)).collect();
         if !added.is_empty() {
-            out.push(format!(
-                "tools added: {}",
-                added.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-            ));
+            out.push(format!("tools added: {}", list(&added)));
         }
         if !removed.is_empty() {
-            out.push(format!(
-                "tools removed: {}",
-                removed.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-            ));
+            out.push(format!("tools removed: {}", list(&removed)));
         }
         let codes = |v: &Value| -> Vec<String> {
             v["reasons"]
@@ -178,7 +181,7 @@ pub fn changes(old: &Value, new: &Value) -> Vec<String> {
                 .unwrap_or_default()
         };
         if codes(old) != codes(new) {
-            out.push(format!("reasons: {:?} -> {:?}", codes(old), codes(new)));
+            out.push(inert(&format!("reasons: {:?} -> {:?}", codes(old), codes(new))).into_owned());
         }
     } else {
         let status = |v: &Value| -> Vec<(String, String)> {
@@ -199,14 +202,16 @@ pub fn changes(old: &Value, new: &Value) -> Vec<String> {
         let (a, b) = (status(old), status(new));
         for (id, s) in &b {
             match a.iter().find(|(i, _)| i == id) {
-                Some((_, was)) if was != s => out.push(format!("{id}: {was} -> {s}")),
-                None => out.push(format!("{id}: new ({s})")),
+                Some((_, was)) if was != s => {
+                    out.push(format!("{}: {} -> {}", inert(id), inert(was), inert(s)))
+                }
+                None => out.push(format!("{}: new ({})", inert(id), inert(s))),
                 _ => {}
             }
         }
         for (id, s) in &a {
             if !b.iter().any(|(i, _)| i == id) {
-                out.push(format!("{id}: no longer run (was {s})"));
+                out.push(format!("{}: no longer run (was {})", inert(id), inert(s)));
             }
         }
         field(

@@ -80,8 +80,12 @@ pub fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
-/// Prints an error the way every subcommand does.
+/// Prints an error the way every subcommand does. An error is one line, and may quote a
+/// server's or a file's text: the whole message is made inert.
 pub(crate) fn error(message: impl std::fmt::Display) -> u8 {
-    eprintln!("mcp-witness: error: {message}");
+    eprintln!(
+        "mcp-witness: error: {}",
+        crate::inert::inert(&message.to_string())
+    );
     EXIT_USAGE
 }

@@ -54,7 +54,7 @@ pub fn run(args: ProbeArgs) -> u8 {
     match recorder.record(body.clone(), args.if_changed) {
         Ok(Recorded::Off) => {
             if args.json {
-                outln!("{}", Value::Object(body));
+                outln!("{}", crate::inert::json(&Value::Object(body)));
             } else {
                 print_summary(&obs);
                 outln!("not recorded (--no-record)");
@@ -64,7 +64,9 @@ pub fn run(args: ProbeArgs) -> u8 {
         Ok(Recorded::Appended { seq, hash, line }) => {
             let file = recorder.path().display();
             if args.json {
-                out!("{}", String::from_utf8_lossy(&line));
+                // The block as JSON, hazards escaped: the same value as the line in the file.
+                let block: Value = serde_json::from_slice(&line).unwrap_or_default();
+                outln!("{}", crate::inert::json(&block));
                 eprintln!("mcp-witness: recorded {file} seq {seq} head {hash}");
             } else {
                 print_summary(&obs);
@@ -74,7 +76,7 @@ pub fn run(args: ProbeArgs) -> u8 {
         }
         Ok(Recorded::NotAppended(msg)) => {
             if args.json {
-                outln!("{}", Value::Object(body));
+                outln!("{}", crate::inert::json(&Value::Object(body)));
                 eprintln!("mcp-witness: {msg}");
             } else {
                 print_summary(&obs);
@@ -112,11 +114,13 @@ fn options(args: &ProbeArgs) -> Result<ProbeOptions, String> {
 }
 
 fn print_summary(obs: &Observation) {
-    out!("{}", crate::redact::for_terminal(&summary(obs)));
+    out!("{}", summary(obs));
 }
 
-/// The human summary; every `println!` below writes into it.
+/// The human summary; every `println!` below writes into it. Each string the server chose is
+/// made inert where it is interpolated, so none can start a line or act on a terminal.
 fn summary(obs: &Observation) -> String {
+    use crate::inert::{inert, inert_lines};
     use std::fmt::Write;
     let mut out = String::new();
     macro_rules! println {
@@ -125,20 +129,24 @@ fn summary(obs: &Observation) -> String {
         }};
     }
     let who = match &obs.server {
-        Some(s) => format!("{} {}", s.name, s.version.as_deref().unwrap_or("(no version)")),
+        Some(s) => format!(
+            "{} {}",
+            inert(&s.name),
+            inert(s.version.as_deref().unwrap_or("(no version)"))
+        ),
         None => "(no serverInfo)".to_string(),
     };
-    let proto = obs.protocol_version.as_deref().unwrap_or("(none)");
+    let proto = inert(obs.protocol_version.as_deref().unwrap_or("(none)"));
     println!(
         "{}: {who}, protocol {proto} ({})",
         obs.verdict.as_str(),
         obs.era.as_str()
     );
     if let Some(d) = &obs.era_detection {
-        println!("  era: {d}");
+        println!("  era: {}", inert(d));
     }
     for r in &obs.reasons {
-        println!("  reason {}: {}", r.code, r.message);
+        println!("  reason {}: {}", r.code, inert(&r.message));
     }
     if let Some(s) = &obs.silence {
         println!(
@@ -151,21 +159,21 @@ fn summary(obs: &Observation) -> String {
         );
     }
     if let Some(t) = &obs.tools {
-        let names = t.names.join(", ");
+        let names = t.names.iter().map(|n| inert(n)).collect::<Vec<_>>().join(", ");
         println!("  tools: {} ({names})", t.count);
     }
     if let Some(c) = &obs.call {
         let preview = c
             .preview
             .as_deref()
-            .map(|p| format!(": {}", p.replace('\n', " ")))
+            .map(|p| format!(": {}", inert(&p.replace('\n', " "))))
             .unwrap_or_default();
         let error = c
             .error
             .as_ref()
-            .map(|(code, m)| format!(": error {code} {m}"))
+            .map(|(code, m)| format!(": error {code} {}", inert(m)))
             .unwrap_or_default();
-        println!("  call {}: {}{preview}{error}", c.tool, c.outcome);
+        println!("  call {}: {}{preview}{error}", inert(&c.tool), c.outcome);
     }
     if obs.traffic.noise_count > 0 {
         println!(
@@ -173,7 +181,7 @@ fn summary(obs: &Observation) -> String {
             obs.traffic.noise_count
         );
         for (text, kind) in &obs.traffic.noise {
-            println!("    [{kind}] {}", text.escape_debug());
+            println!("    [{kind}] {}", inert(text));
         }
     }
     if obs.verdict != Verdict::Pass
@@ -181,7 +189,8 @@ fn summary(obs: &Observation) -> String {
         && !tail.trim().is_empty()
     {
         println!("  stderr ({} bytes), last lines:", obs.stderr_bytes);
-        for line in tail.lines().rev().take(8).collect::<Vec<_>>().into_iter().rev() {
+        let lines: Vec<_> = inert_lines(tail.trim_end_matches('\n')).collect();
+        for line in &lines[lines.len().saturating_sub(8)..] {
             println!("    {line}");
         }
     }

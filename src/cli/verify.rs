@@ -61,14 +61,17 @@ pub fn run(args: VerifyArgs) -> u8 {
             Err(e) => {
                 code = super::EXIT_USAGE;
                 if !args.json {
-                    eprintln!("mcp-witness: error: {e}");
+                    super::error(&e);
                 }
                 reports.push(json!({"file": file.display().to_string(), "unreadable": e.to_string()}));
             }
         }
     }
     if args.json {
-        outln!("{}", json!({"intact": code == 0, "files": reports}));
+        outln!(
+            "{}",
+            crate::inert::json(&json!({"intact": code == 0, "files": reports}))
+        );
     }
     code
 }
@@ -91,13 +94,15 @@ fn print_human(r: &crate::evidence::verify::Report) {
         }
         Some(b) => {
             let seq = b.seq.map(|s| format!(" (seq {s})")).unwrap_or_default();
-            outln!("BROKEN: {file}: line {}{seq}: {}: {}", b.line, b.code, b.message);
+            // The message may quote the file's own text.
+            let message = crate::inert::inert(&b.message);
+            outln!("BROKEN: {file}: line {}{seq}: {}: {message}", b.line, b.code);
             if r.blocks > 0 {
                 outln!("  the {} blocks before it check", r.blocks);
             }
         }
     }
     for w in &r.warnings {
-        eprintln!("warning: {file}: {w}");
+        eprintln!("warning: {file}: {}", crate::inert::inert(w));
     }
 }

@@ -327,7 +327,9 @@ fn domain(v: &View, init: Option<usize>, d: Domain) -> DomainReport {
         });
         row(
             "What capabilities did the client send?".into(),
-            caps.map_or("absent".into(), |c| format!("`{c}`")),
+            caps.map_or("absent".into(), |c| {
+                format!("`{}`", c.to_string().replace('`', "'"))
+            }),
             v.ev(init.filter(|_| caps.is_some())),
         );
         let reply = handshake.and_then(|i| v.reply(i));
@@ -598,25 +600,32 @@ fn domain(v: &View, init: Option<usize>, d: Domain) -> DomainReport {
     }
 }
 
+/// A table cell: inert (one line, nothing that acts on a terminal), with the characters
+/// Markdown tables and HTML act on escaped.
 fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
+    let mut out = String::with_capacity(text.len());
+    for c in crate::inert::inert(text).chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
-/// Text a client chose (its name), made inert in Markdown: one line, no table or code
-/// breakouts, no control characters.
+/// Text a client or the log chose (a name, a path), made inert in Markdown: one line, no
+/// table or code breakouts, no control, bidi or tag characters.
 fn inert(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect::<String>()
-        .replace('|', "\\|")
-        .replace('`', "'")
+    cell(text).replace('`', "'")
 }
 
 /// The analysis as markdown.
 pub fn markdown(a: &Analysis, log_name: &str) -> String {
     let mut s = String::new();
     s.push_str("# mcp-witness client analysis\n\n");
-    s.push_str(&format!("- Log: `{log_name}` ({} entries", a.entries));
+    s.push_str(&format!("- Log: `{}` ({} entries", inert(log_name), a.entries));
     if a.unreadable > 0 {
         s.push_str(&format!(", {} unreadable lines skipped", a.unreadable));
     }
@@ -635,7 +644,7 @@ pub fn markdown(a: &Analysis, log_name: &str) -> String {
             let ev = r
                 .evidence
                 .as_ref()
-                .map_or("absent".into(), |(n, ts)| format!("log line {n}, {ts}"));
+                .map_or("absent".into(), |(n, ts)| format!("log line {n}, {}", cell(ts)));
             s.push_str(&format!(
                 "| {} | {} | {} | {} |\n",
                 i + 1,

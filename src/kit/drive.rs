@@ -399,7 +399,7 @@ pub fn report(runs: &[DomainRun]) -> String {
                 "- [{}] {}: {}\n",
                 if st.ok { "ok" } else { "FAIL" },
                 st.what,
-                st.detail
+                crate::inert::inert(&st.detail)
             ));
         }
         s.push('\n');

@@ -43,6 +43,15 @@ pub fn block_body(a: &Analysis, log_path: &str, log: &super::analyze::Log) -> Ma
             })
         })
         .collect();
+    // What a client or its log chose may hold a credential: masked like any server text.
+    let redactor = crate::redact::Redactor::default();
+    let mut client = client;
+    let mut domains = domains;
+    if let Some(c) = client.as_mut() {
+        redactor.json(c);
+    }
+    domains.iter_mut().for_each(|d| redactor.json(d));
+    let log_path = redactor.text(log_path);
     let overall = if a.domains.iter().all(|d| d.verdict == Verdict::Compliant) {
         "compliant"
     } else if a

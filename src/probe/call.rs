@@ -17,12 +17,12 @@ const PREVIEW_CHARS: usize = 512;
 impl Run<'_> {
     pub(super) fn call(&mut self, req: &CallRequest) {
         let mut seen = CallSeen {
-            tool: req.tool.clone(),
+            tool: self.redactor.text(&req.tool),
             outcome: "not_listed",
             argument_names: req
                 .arguments
                 .as_object()
-                .map(|m| m.keys().cloned().collect())
+                .map(|m| m.keys().map(|k| self.redactor.text(k)).collect())
                 .unwrap_or_default(),
             content_types: Vec::new(),
             preview: None,

@@ -121,12 +121,17 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
         timings: Timings::default(),
         teardown: None,
     };
+    let mut redactor = prepared.redactor;
+    if let Some(call) = &opts.call {
+        // A secret-named key of the call's arguments is a secret of the run.
+        redactor.learn_json(&call.arguments);
+    }
     let mut run = Run {
         opts,
         spec: None,
         rpc: None,
         obs,
-        redactor: prepared.redactor,
+        redactor,
         started: Instant::now(),
         stderr_total: 0,
         last_stderr_tail: None,

@@ -88,6 +88,8 @@ impl Outcome {
 }
 
 impl Check {
+    /// The check's result as reported: redacted whole first, then cut, so no part of a
+    /// secret survives the cut.
     pub(crate) fn result(&self, o: Outcome, redactor: &Redactor) -> CheckResult {
         let severity = match o.status {
             Status::Fail => Severity::Error,
@@ -99,12 +101,12 @@ impl Check {
             title: self.title,
             status: o.status,
             severity,
-            message: redactor.text(&crate::probe::handshake::truncate(&o.message, PAYLOAD_CHARS)),
+            message: crate::probe::handshake::truncate(&redactor.text(&o.message), PAYLOAD_CHARS),
             fix: self.fix,
             spec: self.spec,
             payload: o
                 .payload
-                .map(|p| redactor.text(&crate::probe::handshake::truncate(&p, PAYLOAD_CHARS))),
+                .map(|p| crate::probe::handshake::truncate(&redactor.text(&p), PAYLOAD_CHARS)),
         }
     }
 }

@@ -1,8 +1,10 @@
 //! GitHub Actions workflow commands (`::error` / `::warning`) and the job summary.
 
 use crate::check::model::{CheckReport, Status};
+use crate::inert::inert;
 
 /// Workflow commands escape `%`, CR and LF in messages, and also `:` and `,` in properties.
+/// Server text is made inert first, so it holds no CR or LF to escape and no control at all.
 fn esc_data(text: &str) -> String {
     text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
 }
@@ -16,7 +18,7 @@ pub fn annotations(r: &CheckReport) -> String {
     if let Some(why) = &r.could_not_run {
         out.push_str(&format!(
             "::error title=mcp-witness check could not run::{}\n",
-            esc_data(why)
+            esc_data(&inert(why))
         ));
     }
     for x in &r.results {
@@ -29,7 +31,7 @@ pub fn annotations(r: &CheckReport) -> String {
         out.push_str(&format!(
             "::{level} title={}::{} Fix: {}\n",
             esc_prop(x.id),
-            esc_data(&x.message),
+            esc_data(&inert(&x.message)),
             esc_data(x.fix)
         ));
     }

@@ -1,8 +1,8 @@
 //! The human report: grouped, one line a check, a summary line with counts and time.
 
-use super::{GROUPS, who};
+use super::{GROUPS, payload_lines, protocol, who};
 use crate::check::model::{CheckReport, Status};
-use crate::redact::for_terminal;
+use crate::inert::inert;
 
 /// Renders the report; `colour` adds ANSI colours, `verbose` explains warnings and passes too.
 pub fn human(r: &CheckReport, colour: bool, verbose: bool) -> String {
@@ -14,7 +14,7 @@ pub fn human(r: &CheckReport, colour: bool, verbose: bool) -> String {
         }
     };
     let mut out = String::new();
-    let proto = r.protocol_version.as_deref().unwrap_or("(none)");
+    let proto = protocol(r);
     out.push_str(&format!(
         "mcp-witness check: {}, protocol {proto} ({})\n",
         who(r),
@@ -24,7 +24,7 @@ pub fn human(r: &CheckReport, colour: bool, verbose: bool) -> String {
         out.push_str(&format!(
             "{} the suite could not run: {}\n",
             paint("1;31", "ERROR"),
-            for_terminal(why)
+            inert(why)
         ));
     }
     for group in GROUPS {
@@ -40,14 +40,14 @@ pub fn human(r: &CheckReport, colour: bool, verbose: bool) -> String {
                 Status::Fail => paint("31", "FAIL"),
                 Status::Skip => paint("2", "SKIP"),
             };
-            out.push_str(&format!("  {tag}  {:<38} {}\n", x.id, for_terminal(&x.message)));
+            out.push_str(&format!("  {tag}  {:<38} {}\n", x.id, inert(&x.message)));
             let explain = x.status == Status::Fail
                 || (verbose && x.status == Status::Warn)
                 || (r.strict && x.status == Status::Warn);
             if explain {
                 if let Some(p) = &x.payload {
-                    for line in p.lines().take(12) {
-                        out.push_str(&format!("        | {}\n", for_terminal(line)));
+                    for line in payload_lines(p).take(12) {
+                        out.push_str(&format!("        | {line}\n"));
                     }
                 }
                 out.push_str(&format!("        fix: {}\n        spec: {}\n", x.fix, x.spec));

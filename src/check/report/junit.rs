@@ -1,7 +1,8 @@
 //! JUnit XML: one test suite per group, one test case per check.
 
-use super::GROUPS;
+use super::{GROUPS, payload_lines};
 use crate::check::model::{CheckReport, Status};
+use crate::inert::inert;
 
 fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -50,29 +51,30 @@ pub fn junit(r: &CheckReport) -> String {
                 "    <testcase classname=\"mcp-witness.{group}\" name=\"{}\">\n",
                 esc(x.id)
             ));
-            let body = format!(
-                "{}\nfix: {}\nspec: {}{}",
-                x.message,
-                x.fix,
-                x.spec,
-                x.payload.as_deref().map(|p| format!("\n{p}")).unwrap_or_default()
-            );
+            // XML escaping keeps the document well-formed; inert keeps a CI log that prints
+            // the message from being driven by it.
+            let message = inert(&x.message);
+            let mut body = format!("{message}\nfix: {}\nspec: {}", x.fix, x.spec);
+            for line in x.payload.as_deref().map(payload_lines).into_iter().flatten() {
+                body.push_str("\n| ");
+                body.push_str(&line);
+            }
             match x.status {
                 Status::Fail => out.push_str(&format!(
                     "      <failure type=\"error\" message=\"{}\">{}</failure>\n",
-                    esc(&x.message),
+                    esc(&message),
                     esc(&body)
                 )),
                 Status::Warn if r.strict => out.push_str(&format!(
                     "      <failure type=\"warning\" message=\"{}\">{}</failure>\n",
-                    esc(&x.message),
+                    esc(&message),
                     esc(&body)
                 )),
                 Status::Warn => out.push_str(&format!(
                     "      <system-out>warning: {}</system-out>\n",
                     esc(&body)
                 )),
-                Status::Skip => out.push_str(&format!("      <skipped message=\"{}\"/>\n", esc(&x.message))),
+                Status::Skip => out.push_str(&format!("      <skipped message=\"{}\"/>\n", esc(&message))),
                 Status::Pass => {}
             }
             out.push_str("    </testcase>\n");

@@ -1,10 +1,23 @@
 //! A Markdown report: a summary and one table per group.
 
-use super::{GROUPS, who};
+use super::{GROUPS, protocol, who};
 use crate::check::model::{CheckReport, Status};
+use crate::inert::inert;
 
+/// Text for a table cell or a line: inert (no control, bidi or tag character, so no line
+/// break), with the characters Markdown and HTML act on escaped.
 fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
+    let mut out = String::with_capacity(text.len());
+    for c in inert(text).chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 pub fn markdown(r: &CheckReport) -> String {
@@ -12,7 +25,7 @@ pub fn markdown(r: &CheckReport) -> String {
     let mut out = format!(
         "# mcp-witness check: {}\n\nProtocol {} ({} era). **{} pass, {} warn, {} fail, {} skip** in {} ms.\n",
         cell(&who(r)),
-        r.protocol_version.as_deref().unwrap_or("(none)"),
+        cell(&protocol(r)),
         r.era,
         c.pass,
         c.warn,

@@ -14,13 +14,31 @@ pub use markdown::markdown;
 pub use sarif::sarif;
 
 use super::model::CheckReport;
+use crate::inert::{inert, inert_lines};
 
 /// Groups in the order the checks run.
 pub const GROUPS: &[&str] = &["protocol", "pagination", "schema", "robustness", "hygiene"];
 
+/// Who was checked, made inert: the server's name and version, or the command.
 fn who(report: &CheckReport) -> String {
     match &report.server {
-        Some(s) => format!("{} {}", s.name, s.version.as_deref().unwrap_or("(no version)")),
-        None => report.target.command.join(" "),
+        Some(s) => format!(
+            "{} {}",
+            inert(&s.name),
+            inert(s.version.as_deref().unwrap_or("(no version)"))
+        ),
+        None => inert(&report.target.command.join(" ")).into_owned(),
     }
+}
+
+/// The protocol version the server answered, made inert.
+fn protocol(report: &CheckReport) -> String {
+    inert(report.protocol_version.as_deref().unwrap_or("(none)")).into_owned()
+}
+
+/// A payload (several lines of our own layout around server text), each line made inert.
+/// Every printer puts a prefix (`| `) before each line, so no payload line can begin a line
+/// of a log that shows the report (a line the server wrote on stdout stays one line).
+fn payload_lines(payload: &str) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
+    inert_lines(payload.trim_end_matches('\n'))
 }

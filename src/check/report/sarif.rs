@@ -2,8 +2,10 @@
 
 use serde_json::{Value, json};
 
+use super::payload_lines;
 use crate::check::checks::ALL;
 use crate::check::model::{CheckReport, Status};
+use crate::inert::inert;
 
 pub fn sarif(r: &CheckReport) -> Value {
     let rules: Vec<Value> = ALL
@@ -25,6 +27,8 @@ pub fn sarif(r: &CheckReport) -> Value {
         .program
         .clone()
         .unwrap_or_else(|| r.target.command.first().cloned().unwrap_or_default());
+    let artifact = inert(&artifact).into_owned();
+    let command_line = inert(&r.target.command.join(" ")).into_owned();
     let results: Vec<Value> = r
         .results
         .iter()
@@ -36,10 +40,13 @@ pub fn sarif(r: &CheckReport) -> Value {
                 "warning"
             };
             let index = ALL.iter().position(|c| c.id == x.id).unwrap_or(0);
-            let text = match &x.payload {
-                Some(p) => format!("{} Fix: {}\n{p}", x.message, x.fix),
-                None => format!("{} Fix: {}", x.message, x.fix),
-            };
+            // JSON escaping keeps the document valid; inert keeps a viewer or CI log that
+            // prints the message from being driven by it.
+            let mut text = format!("{} Fix: {}", inert(&x.message), x.fix);
+            for line in x.payload.as_deref().map(payload_lines).into_iter().flatten() {
+                text.push_str("\n| ");
+                text.push_str(&line);
+            }
             json!({
                 "ruleId": x.id,
                 "ruleIndex": index,
@@ -47,7 +54,7 @@ pub fn sarif(r: &CheckReport) -> Value {
                 "message": {"text": text},
                 "locations": [{
                     "physicalLocation": {"artifactLocation": {"uri": artifact}},
-                    "logicalLocations": [{"name": r.target.command.join(" "), "kind": "module"}],
+                    "logicalLocations": [{"name": command_line, "kind": "module"}],
                 }],
             })
         })
@@ -65,7 +72,7 @@ pub fn sarif(r: &CheckReport) -> Value {
             }},
             "invocations": [{
                 "executionSuccessful": r.could_not_run.is_none(),
-                "commandLine": r.target.command.join(" "),
+                "commandLine": command_line,
             }],
             "results": results,
         }],
