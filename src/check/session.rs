@@ -57,6 +57,14 @@ pub struct SideRun {
     pub exited: Option<String>,
 }
 
+/// A side run under way: its version, where its result arrives, and its thread, which
+/// returns its teardown (taken once joined).
+type SideHandle = (
+    String,
+    std::sync::mpsc::Receiver<SideRun>,
+    Option<JoinHandle<Option<Teardown>>>,
+);
+
 /// Shared state for the checks.
 pub struct Ctx<'o> {
     pub opts: &'o CheckOptions,
@@ -76,7 +84,7 @@ pub struct Ctx<'o> {
     /// The opt-in tool calls, made once for the result checks.
     pub opt_in: Option<Vec<super::checks::OptInCall>>,
     /// Side runs under way: their result arrives on the channel before their teardown ends.
-    side: Vec<(String, std::sync::mpsc::Receiver<SideRun>, JoinHandle<()>)>,
+    side: Vec<SideHandle>,
     side_done: Vec<SideRun>,
     spec: Option<SpawnSpec>,
     target: TargetSeen,
@@ -246,7 +254,7 @@ impl<'o> Ctx<'o> {
             let grace = self.opts.server.grace;
             let (tx, rx) = std::sync::mpsc::channel();
             let handle = std::thread::spawn(move || side_run(&spec, version, timeout, grace, tx));
-            self.side.push((version.to_string(), rx, handle));
+            self.side.push((version.to_string(), rx, Some(handle)));
         }
     }
 
@@ -458,11 +466,28 @@ impl<'o> Ctx<'o> {
         rpc.server.exit_status().is_none()
     }
 
-    /// Stops the main process and keeps its teardown.
+    /// Stops the main process and keeps its teardown, with the escapees and survivors of the
+    /// side runs (other processes of the same server) added to it.
     pub fn stop_main(&mut self) -> Option<&Teardown> {
         let rpc = self.rpc.take()?;
-        self.teardown = Some(rpc.server.teardown(self.opts.server.grace));
+        let mut td = rpc.server.teardown(self.opts.server.grace);
+        for side in self.join_side_runs() {
+            td.escapees.extend(side.escapees);
+            td.survivors.extend(side.survivors);
+        }
+        td.survivors.sort_unstable();
+        td.survivors.dedup();
+        self.teardown = Some(td);
         self.teardown.as_ref()
+    }
+
+    /// Waits for the side runs' teardowns (each bounded by the grace) and returns them.
+    fn join_side_runs(&mut self) -> Vec<Teardown> {
+        self.side
+            .iter_mut()
+            .filter_map(|(_, _, h)| h.take())
+            .filter_map(|h| h.join().ok().flatten())
+            .collect()
     }
 
     pub fn stderr_text(&self) -> String {
@@ -483,9 +508,7 @@ impl<'o> Ctx<'o> {
 
     pub(super) fn finish(mut self, results: Vec<CheckResult>, duration_ms: u64) -> CheckReport {
         self.stop_main();
-        for (_, _, h) in self.side.drain(..) {
-            let _ = h.join();
-        }
+        self.join_side_runs();
         if let Some(h) = self.digest.take()
             && let Ok(Ok(hex)) = h.join()
         {
@@ -525,7 +548,7 @@ fn side_run(
     timeout: Duration,
     grace: crate::transport::Grace,
     done: std::sync::mpsc::Sender<SideRun>,
-) {
+) -> Option<Teardown> {
     let mut run = SideRun {
         requested: version.into(),
         answered: None,
@@ -538,7 +561,7 @@ fn side_run(
         Err(e) => {
             run.exited = Some(format!("could not start: {e}"));
             let _ = done.send(run);
-            return;
+            return None;
         }
     };
     let mut rpc = Rpc::new(server);
@@ -571,7 +594,7 @@ fn side_run(
     }
     // The result goes out first: a slow teardown does not hold the checks up.
     let _ = done.send(run);
-    let _ = rpc.server.teardown(grace);
+    Some(rpc.server.teardown(grace))
 }
 
 fn server_info(value: Option<&Value>) -> Option<ServerInfo> {
