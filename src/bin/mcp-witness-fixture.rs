@@ -61,7 +61,8 @@
 //!   one that calls `setsid()`, one that calls `setpgid(0, 0)`, or (daemon) one
 //!   started by a `daemonizer` that calls `setsid()`, starts it and exits at
 //!   once, orphaning it. They wait until it has left the group (daemon: until
-//!   the daemonizer is gone) and report "escapee pid N" like `tty-forge`.
+//!   the daemonizer is gone) and report "escapee pid N" like `tty-forge`
+//!   (daemon: also "adopted by ARGV0", the orphan's new parent).
 //! - `lingerer <setsid|setpgid|stay>`, `daemonizer`: internal helpers of the
 //!   three above.
 //! - `empty-tools`: `tools/list` returns no tools.
@@ -1159,7 +1160,21 @@ mod escapes {
             BufReader::new(out).read_line(&mut line)?;
         }
         child.wait()?;
-        report(&format!("escapee pid {}", line.trim()));
+        let pid = line.trim();
+        report(&format!("escapee pid {pid}"));
+        // Who adopted the orphan: its parent's argv[0] (init, or a subreaper).
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.split_ascii_whitespace().nth(1));
+        let parent = ppid
+            .and_then(|p| std::fs::read(format!("/proc/{p}/cmdline")).ok())
+            .and_then(|c| {
+                c.split(|&b| b == 0)
+                    .next()
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+            });
+        report(&format!("adopted by {}", parent.unwrap_or_default()));
         Ok(())
     }
 
