@@ -480,6 +480,15 @@ mod tests {
     }
 
     #[test]
+    fn a_server_leads_its_own_session_and_group_without_a_terminal() {
+        let server = Server::spawn(&sh("cat >/dev/null")).unwrap();
+        let st = sys::stat_of(server.pid).unwrap();
+        assert_eq!((st.session, st.pgrp, st.tty_nr), (server.pid, server.pid, 0));
+        let t = server.teardown(Grace::default());
+        assert!(t.escapees.is_empty() && t.survivors.is_empty(), "{t:?}");
+    }
+
+    #[test]
     fn a_server_that_exits_on_eof_is_torn_down_at_once() {
         let server = Server::spawn(&sh("cat >/dev/null")).unwrap();
         let t = server.teardown(Grace::default());
