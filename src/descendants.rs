@@ -8,7 +8,7 @@
 //! - mcp-witness makes itself a child subreaper (`PR_SET_CHILD_SUBREAPER`) before its first
 //!   server, so an orphaned descendant is reparented to mcp-witness instead of init and its
 //!   parent pid still leads here ("adopted");
-//! - a [`Tracker`] thread walks `/proc` every [`SCAN_EVERY`] while the server runs and
+//! - a [`Tracker`] thread walks `/proc` every 50 to 400 ms while the server runs and
 //!   remembers each descendant by pid and start time (which defeats pid reuse) with its
 //!   argv; a descendant is a process whose parent chain leads to the server or to a
 //!   remembered descendant, a process in the server's group or session, or an adopted
@@ -32,11 +32,15 @@ use std::time::{Duration, Instant};
 
 use crate::sys::{self, ProcStat};
 
-/// How often the tracker walks `/proc` while the server runs. The subreaper already keeps
-/// orphans findable; the scan adds the argv of short-lived intermediates and attribution
-/// between concurrent servers, at about a `/proc` walk (well under a millisecond on a quiet
-/// machine) per tenth of a second.
-pub const SCAN_EVERY: Duration = Duration::from_millis(100);
+/// How often the tracker walks `/proc` while the server runs: every [`SCAN_MIN`] after a
+/// scan that found a new descendant, backing off by doubling to [`SCAN_MAX`] while nothing
+/// changes. A walk costs about a millisecond of CPU with ~100 processes (one read of
+/// `/proc/<pid>/stat` each), so a quiet server costs about three walks a second. The
+/// subreaper already keeps orphans findable whatever the timing: the walks add the argv of
+/// short-lived escapees, attribution between concurrent servers, and a fallback when the
+/// subreaper could not be set.
+pub const SCAN_MIN: Duration = Duration::from_millis(50);
+pub const SCAN_MAX: Duration = Duration::from_millis(400);
 /// Escapees recorded per teardown (all are ended; only this many are listed).
 pub const MAX_LISTED: usize = 64;
 const ARGV_ARGS: usize = 32;
@@ -160,9 +164,14 @@ impl Tracker {
         let thread = std::thread::Builder::new()
             .name("descendants".into())
             .spawn(move || {
+                let mut every = SCAN_MIN;
                 loop {
-                    scan(root, root_start, &k, false);
-                    match rx.recv_timeout(SCAN_EVERY) {
+                    every = if scan(root, root_start, &k, false) {
+                        SCAN_MIN
+                    } else {
+                        (every * 2).min(SCAN_MAX)
+                    };
+                    match rx.recv_timeout(every) {
                         Err(RecvTimeoutError::Timeout) => {}
                         _ => return,
                     }
@@ -308,8 +317,9 @@ fn wait_gone(procs: &[(u32, u64)], deadline: Instant) -> Vec<(u32, u64)> {
     }
 }
 
-/// One walk of `/proc`: remembers every descendant of `root` (see the module doc).
-fn scan(root: u32, root_start: u64, known: &Mutex<BTreeMap<(u32, u64), Seen>>, refresh_argv: bool) {
+/// One walk of `/proc`: remembers every descendant of `root` (see the module doc). True when
+/// it found one it had not seen before.
+fn scan(root: u32, root_start: u64, known: &Mutex<BTreeMap<(u32, u64), Seen>>, refresh_argv: bool) -> bool {
     let me = std::process::id();
     let my_session = sys::stat_of(me).map(|s| s.session);
     let procs: BTreeMap<u32, ProcStat> = sys::all_processes().into_iter().map(|s| (s.pid, s)).collect();
@@ -359,12 +369,14 @@ fn scan(root: u32, root_start: u64, known: &Mutex<BTreeMap<(u32, u64), Seen>>, r
             );
         }
     }
+    let mut new = false;
     for pid in found {
         let Some(st) = procs.get(&pid) else { continue };
         if pid == root && st.start == root_start {
             continue;
         }
         reg.claims.entry((pid, st.start)).or_insert(root);
+        new |= !known.contains_key(&(pid, st.start));
         let entry = known.entry((pid, st.start)).or_insert_with(|| Seen {
             argv: sys::cmdline(pid, ARGV_ARGS, ARGV_CHARS),
             pgrp: st.pgrp,
@@ -381,4 +393,5 @@ fn scan(root: u32, root_start: u64, known: &Mutex<BTreeMap<(u32, u64), Seen>>, r
             }
         }
     }
+    new
 }
