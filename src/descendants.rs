@@ -375,6 +375,11 @@ fn scan(root: u32, root_start: u64, known: &Mutex<BTreeMap<(u32, u64), Seen>>, r
         if pid == root && st.start == root_start {
             continue;
         }
+        if !st.live() && st.ppid == me && !reg.servers.contains(&pid) {
+            // A descendant that died as our (adopted) child: no `std` `Child` waits for it,
+            // so reap it (the registry lock keeps a new server from taking its pid between).
+            sys::reap_zombie(pid);
+        }
         reg.claims.entry((pid, st.start)).or_insert(root);
         new |= !known.contains_key(&(pid, st.start));
         let entry = known.entry((pid, st.start)).or_insert_with(|| Seen {

@@ -316,8 +316,13 @@ fn a_server_runs_without_a_controlling_terminal_so_it_cannot_forge_a_line_on_dev
 }
 
 /// Probes an `escape-*` fixture and checks that every lingerer it reported is listed in the
-/// block's teardown (pid, argv, how it left) as ended by SIGTERM, and that none remains.
+/// block's teardown (pid, argv, how it left) as ended by SIGTERM (or `ended`), and that none
+/// remains.
 fn escapee_is_listed_and_ended(label: &str, behaviour: &str, left: &str) -> String {
+    escapee_is_listed_and_ended_by(label, behaviour, left, "sigterm")
+}
+
+fn escapee_is_listed_and_ended_by(label: &str, behaviour: &str, left: &str, ended: &str) -> String {
     let b = Bench::new(label);
     let marker = unique_marker(label);
     let report = b.dir.join("report.txt");
@@ -353,7 +358,7 @@ fn escapee_is_listed_and_ended(label: &str, behaviour: &str, left: &str) -> Stri
         assert_eq!(argv[0], FIXTURE, "{e}");
         assert_eq!(argv[1], "lingerer", "{e}");
         assert_eq!(e["left"], left, "{e}");
-        assert_eq!(e["ended"], "sigterm", "{e}");
+        assert_eq!(e["ended"], ended, "{e}");
         assert!(run.stdout.contains(&format!("pid {pid} ")), "{}", run.stdout);
     }
     text
@@ -367,6 +372,11 @@ fn a_child_that_calls_setsid_is_ended_and_listed_in_the_teardown() {
 #[test]
 fn a_child_that_calls_setpgid_is_ended_and_listed_in_the_teardown() {
     escapee_is_listed_and_ended("setpgid", "escape-setpgid", "group");
+}
+
+#[test]
+fn an_escaped_child_ignoring_sigterm_is_ended_by_sigkill_and_listed() {
+    escapee_is_listed_and_ended_by("escstubborn", "escape-stubborn", "session", "sigkill");
 }
 
 #[test]

@@ -56,15 +56,16 @@
 //!   failed: ERROR" and "sid S pid P tty_nr T" (from its own
 //!   `/proc/self/stat`) on stderr and, when `FIXTURE_REPORT` names a file,
 //!   appends them there too.
-//! - `escape-setsid`, `escape-setpgid`, `escape-daemon`: before serving,
-//!   start a `lingerer` that sleeps 300 s outside the server's process group:
-//!   one that calls `setsid()`, one that calls `setpgid(0, 0)`, or (daemon) one
+//! - `escape-setsid`, `escape-setpgid`, `escape-daemon`, `escape-stubborn`:
+//!   before serving, start a `lingerer` that sleeps 300 s outside the server's
+//!   process group: one that calls `setsid()`, one that calls `setpgid(0, 0)`,
+//!   one that calls `setsid()` and ignores SIGTERM (stubborn), or (daemon) one
 //!   started by a `daemonizer` that calls `setsid()`, starts it and exits at
 //!   once, orphaning it. They wait until it has left the group (daemon: until
 //!   the daemonizer is gone) and report "escapee pid N" like `tty-forge`
 //!   (daemon: also "adopted by ARGV0", the orphan's new parent).
-//! - `lingerer <setsid|setpgid|stay>`, `daemonizer`: internal helpers of the
-//!   three above.
+//! - `lingerer <setsid|setpgid|setsid-stubborn|stay>`, `daemonizer`:
+//!   internal helpers of the four above.
 //! - `empty-tools`: `tools/list` returns no tools.
 //! - `invalid-tools`: `tools/list` returns a valid tool, one whose name is the
 //!   number 42 and one without `inputSchema`.
@@ -169,6 +170,7 @@ enum Behaviour {
     EscapeSetsid,
     EscapeSetpgid,
     EscapeDaemon,
+    EscapeStubborn,
     Lingerer(escapes::Leave),
     Daemonizer,
 }
@@ -207,6 +209,7 @@ const SIMPLE_BEHAVIOURS: &[(&str, Behaviour)] = &[
     ("escape-setsid", EscapeSetsid),
     ("escape-setpgid", EscapeSetpgid),
     ("escape-daemon", EscapeDaemon),
+    ("escape-stubborn", EscapeStubborn),
     ("daemonizer", Daemonizer),
 ];
 
@@ -303,6 +306,7 @@ fn run(behaviour: Behaviour, args: &[String]) -> io::Result<()> {
         EscapeSetsid => escapes::start_lingerer(escapes::Leave::Setsid)?,
         EscapeSetpgid => escapes::start_lingerer(escapes::Leave::Setpgid)?,
         EscapeDaemon => escapes::start_daemon()?,
+        EscapeStubborn => escapes::start_lingerer(escapes::Leave::SetsidStubborn)?,
         Lingerer(leave) => return escapes::linger(leave),
         Daemonizer => return escapes::daemonize(),
         Bad => {
@@ -1061,6 +1065,7 @@ mod escapes {
         fn setsid() -> i32;
         fn setpgid(pid: i32, pgid: i32) -> i32;
         fn getpgid(pid: i32) -> i32;
+        fn signal(sig: i32, handler: usize) -> usize;
     }
 
     /// How a lingerer leaves the server's process group.
@@ -1068,6 +1073,8 @@ mod escapes {
     pub enum Leave {
         Setsid,
         Setpgid,
+        /// `setsid()`, and SIGTERM ignored.
+        SetsidStubborn,
         /// It stays where it was started (the daemonizer already left).
         Stay,
     }
@@ -1077,8 +1084,9 @@ mod escapes {
             match arg {
                 Some("setsid") => Ok(Leave::Setsid),
                 Some("setpgid") => Ok(Leave::Setpgid),
+                Some("setsid-stubborn") => Ok(Leave::SetsidStubborn),
                 Some("stay") => Ok(Leave::Stay),
-                _ => Err("behaviour lingerer needs setsid, setpgid or stay".into()),
+                _ => Err("behaviour lingerer needs setsid, setpgid, setsid-stubborn or stay".into()),
             }
         }
 
@@ -1086,6 +1094,7 @@ mod escapes {
             match self {
                 Leave::Setsid => "setsid",
                 Leave::Setpgid => "setpgid",
+                Leave::SetsidStubborn => "setsid-stubborn",
                 Leave::Stay => "stay",
             }
         }
@@ -1198,6 +1207,8 @@ mod escapes {
         // session or group; errors are -1.
         let rc = match leave {
             Leave::Setsid => unsafe { setsid() },
+            // SAFETY: SIG_IGN (1) for SIGTERM (15) registers no handler code.
+            Leave::SetsidStubborn => unsafe { if signal(15, 1) == usize::MAX { -1 } else { setsid() } },
             Leave::Setpgid => unsafe { setpgid(0, 0) },
             Leave::Stay => 0,
         };
