@@ -157,7 +157,9 @@ pub struct Tracker {
 impl Tracker {
     /// Starts watching the descendants of the server `root` (a direct child, just spawned).
     pub fn start(root: u32) -> Tracker {
-        let root_start = sys::stat_of(root).map_or(0, |s| s.start);
+        // The root is not reaped yet (its waiter starts later), so its stat is there; were it
+        // not, u64::MAX makes the tracker match nothing rather than anything.
+        let root_start = sys::stat_of(root).map_or(u64::MAX, |s| s.start);
         let known = Arc::new(Mutex::new(BTreeMap::new()));
         let (stop, rx) = mpsc::channel::<()>();
         let k = Arc::clone(&known);
@@ -261,10 +263,6 @@ impl Tracker {
                 survivors.push(pid);
             }
         }
-        {
-            let mut reg = registry();
-            reg.claims.retain(|_, owner| *owner != self.root);
-        }
         survivors.sort_unstable();
         survivors.dedup();
         let mut escapees: Vec<Escapee> = done.into_values().collect();
@@ -276,8 +274,10 @@ impl Tracker {
 
 impl Drop for Tracker {
     fn drop(&mut self) {
-        // A tracker dropped without a teardown just stops watching.
+        // A tracker dropped without a teardown just stops watching and lets go of its claims.
         drop(self.stop.take());
+        let root = self.root;
+        registry().claims.retain(|_, owner| *owner != root);
     }
 }
 
@@ -327,6 +327,9 @@ fn scan(root: u32, root_start: u64, known: &Mutex<BTreeMap<(u32, u64), Seen>>, r
     for st in procs.values() {
         children.entry(st.ppid).or_default().push(st.pid);
     }
+    // The server's session and group ids name its descendants only while its pid is not
+    // another process's (a session or group id keeps its pid from reuse while it has members).
+    let ids_are_ours = procs.get(&root).is_none_or(|s| s.start == root_start);
     let mut known = lock(known);
     let mut seeds = Vec::new();
     let mut adopted = Vec::new();
@@ -341,7 +344,9 @@ fn scan(root: u32, root_start: u64, known: &Mutex<BTreeMap<(u32, u64), Seen>>, r
             }
             continue;
         }
-        if st.session == root || st.pgrp == root || known.contains_key(&(st.pid, st.start)) {
+        if (ids_are_ours && (st.session == root || st.pgrp == root))
+            || known.contains_key(&(st.pid, st.start))
+        {
             seeds.push(st.pid);
         } else if st.ppid == me && Some(st.session) != my_session {
             adopted.push(st.pid);
