@@ -263,6 +263,12 @@ impl Tracker {
                 survivors.push(pid);
             }
         }
+        // One that outlived SIGKILL's wait is a survivor even if it went in the meantime.
+        survivors.extend(
+            done.values()
+                .filter(|e| e.ended == Ended::Survived)
+                .map(|e| e.pid),
+        );
         survivors.sort_unstable();
         survivors.dedup();
         let mut escapees: Vec<Escapee> = done.into_values().collect();
