@@ -320,6 +320,7 @@ impl Run<'_> {
                 .extend(std::mem::take(&mut self.earlier_survivors));
             let mut escapees = std::mem::take(&mut self.earlier_escapees);
             escapees.append(&mut teardown.escapees);
+            escapees.sort_by_key(|e| e.pid);
             escapees.truncate(crate::descendants::MAX_LISTED);
             teardown.escapees = escapees;
             self.obs.teardown = Some(teardown);
