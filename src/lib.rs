@@ -49,6 +49,7 @@ pub mod check;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod descendants;
 pub mod evidence;
 pub mod files;
 pub mod framing;

@@ -1,6 +1,8 @@
-//! The operating-system facts std does not offer: signalling a whole process group and
-//! listing the live members of one (from `/proc`), the effective user id, clearing a file
-//! descriptor's `O_NONBLOCK`, and setting `SIGXFSZ` aside while an append writes.
+//! The operating-system facts std does not offer: signalling a process group or one process,
+//! listing the live members of a group, reading any process's `/proc/<pid>/stat` and
+//! `cmdline`, starting a new session (`setsid`), becoming a child subreaper, reaping one
+//! known zombie child, the effective user id, clearing a file descriptor's `O_NONBLOCK`, and
+//! setting `SIGXFSZ` aside while an append writes.
 
 use std::io;
 
@@ -29,6 +31,11 @@ const F_SETFL: i32 = 4;
 const SIG_IGN: usize = 1;
 const SIG_ERR: usize = usize::MAX;
 
+/// `PR_SET_CHILD_SUBREAPER` for `prctl(2)`.
+const PR_SET_CHILD_SUBREAPER: i32 = 36;
+/// `WNOHANG` for `waitpid(2)`.
+const WNOHANG: i32 = 1;
+
 unsafe extern "C" {
     /// libc's `kill(2)`.
     fn kill(pid: i32, sig: i32) -> i32;
@@ -38,6 +45,12 @@ unsafe extern "C" {
     fn fcntl(fd: i32, cmd: i32, ...) -> i32;
     /// libc's `signal(2)`; handlers travel as plain addresses (`SIG_DFL` 0, `SIG_IGN` 1).
     fn signal(sig: i32, handler: usize) -> usize;
+    /// libc's `setsid(2)`.
+    fn setsid() -> i32;
+    /// libc's `prctl(2)` (variadic in C).
+    fn prctl(option: i32, ...) -> i32;
+    /// libc's `waitpid(2)`.
+    fn waitpid(pid: i32, status: *mut i32, options: i32) -> i32;
 }
 
 /// The effective user id of this process.
@@ -97,6 +110,142 @@ impl Drop for FileSizeSignalIgnored {
             unsafe { signal(SIGXFSZ, previous) };
         }
     }
+}
+
+/// Makes the calling process a session leader (and process group leader) with no
+/// controlling terminal. Async-signal-safe: meant for a `pre_exec` hook.
+pub fn new_session() -> io::Result<()> {
+    // SAFETY: setsid takes no arguments and only changes this process's session and group;
+    // failure is reported as -1 with errno set. It is async-signal-safe.
+    if unsafe { setsid() } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Makes this process a child subreaper: a descendant orphaned by its parent's death is
+/// reparented to us (not to init), so it stays findable through its parent pid.
+pub fn become_subreaper() -> io::Result<()> {
+    // SAFETY: PR_SET_CHILD_SUBREAPER reads one integer argument (passed as an unsigned long,
+    // as the variadic C prototype expects) and touches no memory of ours.
+    let rc = unsafe { prctl(PR_SET_CHILD_SUBREAPER, 1u64, 0u64, 0u64, 0u64) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Reaps `pid` if it is an exited child of ours; never waits. True if it was reaped.
+/// Callers must know `pid` is a zombie child no one else waits for (not a `std` `Child`).
+pub fn reap_zombie(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    if pid <= 1 {
+        return false;
+    }
+    let mut status = 0i32;
+    // SAFETY: waitpid writes one int through a pointer to a live local; WNOHANG keeps it from
+    // blocking; a positive pid addresses exactly that child.
+    unsafe { waitpid(pid, &mut status, WNOHANG) == pid }
+}
+
+/// Sends `sig` to the one process `pid` (never to a group, ourselves, or init).
+pub fn signal_process(pid: u32, sig: i32) -> io::Result<()> {
+    let pid = i32::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    if pid <= 1 || pid as u32 == std::process::id() {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    // SAFETY: `kill` takes two plain integers and touches no memory of ours; a positive pid
+    // addresses one process.
+    if unsafe { kill(pid, sig) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The fields of `/proc/<pid>/stat` the process tracking needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    pub pid: u32,
+    /// `R`, `S`, `D`, `Z`, `T`, ...
+    pub state: char,
+    pub ppid: u32,
+    pub pgrp: u32,
+    pub session: u32,
+    /// The controlling terminal's device number; 0 = none.
+    pub tty_nr: i64,
+    /// Start time in clock ticks since boot: with the pid, it names one process (pids are
+    /// reused, this pair is not).
+    pub start: u64,
+}
+
+impl ProcStat {
+    /// Neither a zombie nor dead.
+    pub fn live(&self) -> bool {
+        self.state != 'Z' && self.state != 'X'
+    }
+}
+
+/// Parses a whole `/proc/<pid>/stat` line. The command name may hold spaces and
+/// parentheses, so fields are counted from the last `)`.
+pub fn parse_full_stat(stat: &str) -> Option<ProcStat> {
+    let pid = stat.split_once(' ')?.0.trim().parse().ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
+    // f[0] is field 3 (state); field n is f[n - 3].
+    Some(ProcStat {
+        pid,
+        state: f.first()?.chars().next()?,
+        ppid: f.get(1)?.parse().ok()?,
+        pgrp: f.get(2)?.parse().ok()?,
+        session: f.get(3)?.parse().ok()?,
+        tty_nr: f.get(4)?.parse().ok()?,
+        start: f.get(19)?.parse().ok()?,
+    })
+}
+
+/// One process's stat, or `None` when it is gone (or unreadable).
+pub fn stat_of(pid: u32) -> Option<ProcStat> {
+    parse_full_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Every process's stat that could be read.
+pub fn all_processes() -> Vec<ProcStat> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        if let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok())
+            && let Some(st) = stat_of(pid)
+        {
+            out.push(st);
+        }
+    }
+    out
+}
+
+/// A process's argv from `/proc/<pid>/cmdline`, bounded: at most `max_args` arguments of at
+/// most `max_chars` characters each (lossily decoded). Empty when gone or a zombie.
+pub fn cmdline(pid: u32, max_args: usize, max_chars: usize) -> Vec<String> {
+    use std::io::Read;
+    let Ok(file) = std::fs::File::open(format!("/proc/{pid}/cmdline")) else {
+        return Vec::new();
+    };
+    let mut bytes = Vec::new();
+    let limit = (max_args * (max_chars * 4 + 1)) as u64;
+    if file.take(limit).read_to_end(&mut bytes).is_err() {
+        return Vec::new();
+    }
+    bytes
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .take(max_args)
+        .map(|a| String::from_utf8_lossy(a).chars().take(max_chars).collect())
+        .collect()
 }
 
 /// Sends `sig` to every process in group `pgid`. `sig == 0` only asks whether any exists.
@@ -168,6 +317,25 @@ mod tests {
     fn stat_lines_with_odd_command_names_parse() {
         assert_eq!(parse_stat("123 (a b) c)) S 1 456 456 0"), Some(('S', 456)));
         assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn full_stat_lines_give_session_terminal_and_start_time() {
+        let line = "4242 (a ) b) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
+        let st = parse_full_stat(line).unwrap();
+        assert_eq!(
+            (st.pid, st.state, st.ppid, st.pgrp, st.session),
+            (4242, 'S', 1, 4242, 4242)
+        );
+        assert_eq!((st.tty_nr, st.start), (0, 987654));
+        assert_eq!(parse_full_stat("4242 (x) S 1 2"), None);
+    }
+
+    #[test]
+    fn our_own_stat_is_read() {
+        let me = stat_of(std::process::id()).unwrap();
+        assert_eq!(me.pid, std::process::id());
+        assert!(me.live());
     }
 
     #[test]

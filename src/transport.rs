@@ -1,6 +1,7 @@
-//! A spawned stdio server: its process group, the threads that read its stdout and stderr
-//! and write its stdin, one channel of events with bounded waits, and a measured teardown
-//! that leaves no process of the group behind.
+//! A spawned stdio server: its own session (no controlling terminal) and process group, the
+//! threads that read its stdout and stderr and write its stdin, one channel of events with
+//! bounded waits, and a measured teardown that leaves no process of the group behind, nor any
+//! descendant that left it (those are found by `crate::descendants`).
 
 use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -11,6 +12,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::descendants::{self, Escapee, Tracker};
 use crate::framing::{Frame, Splitter};
 use crate::sys;
 
@@ -114,7 +116,11 @@ pub struct Teardown {
     /// Signals sent to the group after the direct child was gone, because other members
     /// (grandchildren) remained: `sigterm`, `sigkill`.
     pub group_signals: Vec<&'static str>,
-    /// Members of the group still alive at the end (pids). Empty is the only good answer.
+    /// Descendants found outside the group (they left it or the session), each ended
+    /// separately: pid, argv as read (not yet redacted), how it left, how it ended.
+    pub escapees: Vec<Escapee>,
+    /// Members of the group and other descendants still alive at the end (pids). Empty is the
+    /// only good answer.
     pub survivors: Vec<u32>,
 }
 
@@ -130,6 +136,7 @@ pub struct Server {
     first_stdout: Arc<AtomicU64>,
     exit: Option<ExitStatus>,
     stdout_closed: bool,
+    tracker: Option<Tracker>,
 }
 
 /// Timing of a teardown.
@@ -151,7 +158,9 @@ impl Default for Grace {
 }
 
 impl Server {
-    /// Spawns the server in its own process group, with all three pipes.
+    /// Spawns the server in its own session (so in its own process group, and with no
+    /// controlling terminal: it cannot open `/dev/tty`), with all three pipes, and starts
+    /// watching its descendants.
     pub fn spawn(spec: &SpawnSpec) -> std::io::Result<Server> {
         let mut cmd = Command::new(&spec.program);
         cmd.arg0(&spec.argv0)
@@ -159,14 +168,20 @@ impl Server {
             .envs(spec.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+            .stderr(Stdio::piped());
+        // SAFETY: the hook runs in the forked child before exec; it only calls setsid (which
+        // is async-signal-safe) and reads errno. setsid also makes the new process group, so
+        // `process_group(0)` must not be set as well.
+        unsafe {
+            cmd.pre_exec(sys::new_session);
+        }
         if let Some(cwd) = &spec.cwd {
             cmd.current_dir(cwd);
         }
         let started = Instant::now();
-        let mut child = cmd.spawn()?;
+        let mut child = descendants::spawn_registered(|| cmd.spawn(), Child::id)?;
         let pid = child.id();
+        let tracker = Tracker::start(pid);
         let stdin = child.stdin.take().expect("piped");
         let stdout = child.stdout.take().expect("piped");
         let stderr_pipe = child.stderr.take().expect("piped");
@@ -185,7 +200,7 @@ impl Server {
             &first_stdout,
         );
         spawn_stderr_reader(stderr_pipe, Arc::clone(&stderr));
-        spawn_waiter(child, tx);
+        spawn_waiter(child, pid, tx);
         let stdin = spawn_writer(stdin);
 
         Ok(Server {
@@ -198,6 +213,7 @@ impl Server {
             first_stdout,
             exit: None,
             stdout_closed: false,
+            tracker: Some(tracker),
         })
     }
 
@@ -279,7 +295,9 @@ impl Server {
     }
 
     /// Stops the server: close stdin, wait, SIGTERM the group, wait, SIGKILL the group, reap;
-    /// then make sure no member of the group is left. Costs only as long as the server takes.
+    /// then make sure no member of the group is left, and end every descendant that left the
+    /// group or the session (SIGTERM, SIGKILL after the grace). Costs only as long as the
+    /// server takes.
     pub fn teardown(mut self, grace: Grace) -> Teardown {
         let start = Instant::now();
         let already = self.exit.is_some();
@@ -315,6 +333,11 @@ impl Server {
                 wait_group_gone(pgid, Instant::now() + Duration::from_secs(2));
             }
         }
+        // Descendants outside the group were not reached by any of that.
+        let (escapees, others) = match self.tracker.take() {
+            Some(t) => t.end_escapees(grace.term),
+            None => (Vec::new(), Vec::new()),
+        };
         // Once the group is gone, stderr's last bytes are a moment away (unless an escaped
         // process holds the pipe: then do not wait for it).
         let stderr_deadline = Instant::now() + Duration::from_millis(200);
@@ -326,7 +349,14 @@ impl Server {
             after_ms,
             exit: self.exit.map(ExitInfo::from),
             group_signals,
-            survivors: sys::live_members(pgid),
+            escapees,
+            survivors: {
+                let mut s = sys::live_members(pgid);
+                s.extend(others);
+                s.sort_unstable();
+                s.dedup();
+                s
+            },
         }
         // Dropping `self` drops the event receiver: reader threads still blocked on a pipe
         // that an escaped process holds are never joined, so they cannot keep us alive.
@@ -410,9 +440,12 @@ fn spawn_stderr_reader(mut stderr: impl Read + Send + 'static, log: Arc<Mutex<St
     });
 }
 
-fn spawn_waiter(mut child: Child, tx: SyncSender<Event>) {
+fn spawn_waiter(mut child: Child, pid: u32, tx: SyncSender<Event>) {
     std::thread::spawn(move || {
-        if let Ok(status) = child.wait() {
+        let status = child.wait();
+        // Reaped: its pid may be reused from now on.
+        descendants::unregister_server(pid);
+        if let Ok(status) = status {
             let _ = tx.send(Event::Exited(status));
         }
     });
@@ -444,6 +477,15 @@ mod tests {
             cwd: None,
             max_line: 1024,
         }
+    }
+
+    #[test]
+    fn a_server_leads_its_own_session_and_group_without_a_terminal() {
+        let server = Server::spawn(&sh("cat >/dev/null")).unwrap();
+        let st = sys::stat_of(server.pid).unwrap();
+        assert_eq!((st.session, st.pgrp, st.tty_nr), (server.pid, server.pid, 0));
+        let t = server.teardown(Grace::default());
+        assert!(t.escapees.is_empty() && t.survivors.is_empty(), "{t:?}");
     }
 
     #[test]

@@ -556,3 +556,70 @@ fn a_modern_server_sharing_no_version_is_modern_in_auto_era() {
         "{report:#}"
     );
 }
+
+/// The `hygiene.shutdown` result of `check` (all checks, so the version-negotiation side
+/// runs start their own processes too) against `behaviour`, with the pids the fixture
+/// reported for its lingerers; checks that none of the run's processes remains.
+fn shutdown_with_lingerers(label: &str, behaviour: &str) -> (Value, Vec<String>) {
+    let b = Bench::new(label);
+    let marker = unique_marker(label);
+    let report = b.dir.join("report.txt");
+    let env = format!("FIXTURE_REPORT={}", report.display());
+    let (_, json, stderr) = check(&b, &["--env", &marker, "--env", &env], &[behaviour]);
+    assert_eq!(
+        processes_with_env(&marker),
+        Vec::<u32>::new(),
+        "no process of the run may remain: {stderr}"
+    );
+    let pids: Vec<String> = std::fs::read_to_string(&report)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("escapee pid ").map(str::to_string))
+        .collect();
+    assert!(
+        pids.len() >= 2,
+        "the main run and the side runs each started one: {pids:?}"
+    );
+    let result = json["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "hygiene.shutdown")
+        .unwrap()
+        .clone();
+    let block = b.last_block();
+    let recorded = block["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "hygiene.shutdown")
+        .unwrap();
+    assert_eq!(recorded["message"], result["message"], "the block says the same");
+    (result, pids)
+}
+
+#[test]
+fn shutdown_names_and_ends_every_process_that_left_the_group_or_session() {
+    for (behaviour, left) in [
+        ("escape-setsid", "session"),
+        ("escape-setpgid", "group"),
+        ("escape-daemon", "session"),
+    ] {
+        let (result, pids) = shutdown_with_lingerers(&format!("check-{behaviour}"), behaviour);
+        assert_eq!(result["status"], "warn", "{result}");
+        let message = result["message"].as_str().unwrap();
+        for pid in pids {
+            assert!(
+                message.contains(&format!(
+                    "pid {pid} ({FIXTURE} lingerer {}) left its {left}, ended: sigterm",
+                    if behaviour == "escape-daemon" {
+                        "stay"
+                    } else {
+                        &behaviour[7..]
+                    }
+                )),
+                "{behaviour}: pid {pid} is not named: {message}"
+            );
+        }
+    }
+}

@@ -284,21 +284,107 @@ fn an_escaped_process_holding_the_pipes_does_not_keep_the_probe_alive() {
     let marker = unique_marker("escape");
     let run = b.probe_fixture(&["--env", &marker], &["escape"]);
     assert_eq!(run.code, 0, "{}", run.stdout);
-    // The escaped child lives 3 s holding stdout and stderr; the probe returned while it
-    // was still there, so it did not wait on those pipes.
-    let alive = processes_with_env(&marker);
+    // The escaped child would live 3 s holding stdout and stderr: the probe neither waited
+    // on those pipes nor left it running; it ended it and said so.
+    let td = &b.last_block()["teardown"];
+    let escapees = td["escapees"].as_array().unwrap();
+    assert_eq!(escapees.len(), 1, "{td:#}");
+    assert_eq!(escapees[0]["left"], "session");
+    assert_eq!(escapees[0]["ended"], "sigterm");
+    assert_eq!(td["survivors"], serde_json::json!([]));
+    assert_eq!(processes_with_env(&marker), Vec::<u32>::new());
+}
+
+#[test]
+fn a_server_runs_without_a_controlling_terminal_so_it_cannot_forge_a_line_on_dev_tty() {
+    let b = Bench::new("tty");
+    let report = b.dir.join("report.txt");
+    let env = format!("FIXTURE_REPORT={}", report.display());
+    let run = b.probe_fixture(&["--env", &env], &["tty-forge"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(!run.stdout.contains("forged"), "{}", run.stdout);
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(text.contains("tty: open failed"), "{text}");
+    // The server leads its own session (sid == pid) and has no terminal (tty_nr 0).
+    let ids = text
+        .lines()
+        .find(|l| l.starts_with("sid "))
+        .expect("the fixture reported its ids");
+    let f: Vec<&str> = ids.split(' ').collect();
+    assert_eq!(f[1], f[3], "session id is the server's own pid: {ids}");
+    assert_eq!(f[5], "0", "no controlling terminal: {ids}");
+}
+
+/// Probes an `escape-*` fixture and checks that every lingerer it reported is listed in the
+/// block's teardown (pid, argv, how it left) as ended by SIGTERM (or `ended`), and that none
+/// remains.
+fn escapee_is_listed_and_ended(label: &str, behaviour: &str, left: &str) -> String {
+    escapee_is_listed_and_ended_by(label, behaviour, left, "sigterm")
+}
+
+fn escapee_is_listed_and_ended_by(label: &str, behaviour: &str, left: &str, ended: &str) -> String {
+    let b = Bench::new(label);
+    let marker = unique_marker(label);
+    let report = b.dir.join("report.txt");
+    let env = format!("FIXTURE_REPORT={}", report.display());
+    let run = b.probe_fixture(&["--env", &marker, "--env", &env], &[behaviour]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert_eq!(
-        alive.len(),
-        1,
-        "the escaped sleeper should still be running: {alive:?}"
+        processes_with_env(&marker),
+        Vec::<u32>::new(),
+        "no process of the run may remain"
     );
-    for _ in 0..100 {
-        if processes_with_env(&marker).is_empty() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
+    let text = std::fs::read_to_string(&report).unwrap();
+    let reported: Vec<u64> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("escapee pid ")?.parse().ok())
+        .collect();
+    assert!(!reported.is_empty(), "the fixture reported its lingerer");
+    let td = &b.last_block()["teardown"];
+    assert_eq!(td["survivors"], serde_json::json!([]), "{td:#}");
+    for pid in reported {
+        let e = td["escapees"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["pid"] == pid)
+            .unwrap_or_else(|| panic!("pid {pid} is not listed: {td:#}"));
+        let argv: Vec<&str> = e["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(argv[0], FIXTURE, "{e}");
+        assert_eq!(argv[1], "lingerer", "{e}");
+        assert_eq!(e["left"], left, "{e}");
+        assert_eq!(e["ended"], ended, "{e}");
+        assert!(run.stdout.contains(&format!("pid {pid} ")), "{}", run.stdout);
     }
-    panic!("the escaped sleeper did not exit by itself");
+    text
+}
+
+#[test]
+fn a_child_that_calls_setsid_is_ended_and_listed_in_the_teardown() {
+    escapee_is_listed_and_ended("setsid", "escape-setsid", "session");
+}
+
+#[test]
+fn a_child_that_calls_setpgid_is_ended_and_listed_in_the_teardown() {
+    escapee_is_listed_and_ended("setpgid", "escape-setpgid", "group");
+}
+
+#[test]
+fn an_escaped_child_ignoring_sigterm_is_ended_by_sigkill_and_listed() {
+    escapee_is_listed_and_ended_by("escstubborn", "escape-stubborn", "session", "sigkill");
+}
+
+#[test]
+fn an_orphaned_double_fork_daemon_is_ended_and_listed_in_the_teardown() {
+    let report = escapee_is_listed_and_ended("daemon", "escape-daemon", "session");
+    // mcp-witness is a child subreaper: the orphan was reparented to it, not to init, so
+    // its parent-pid chain still led to the probe.
+    assert!(report.contains(&format!("adopted by {WITNESS}\n")), "{report}");
 }
 
 #[test]

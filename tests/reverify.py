@@ -7,7 +7,8 @@ Checks every line: it is its own canonical JSON form, holds only safe integers, 
 schemas/evidence-block.schema.json, continues the chain (seq, prev, file_id), carries
 hash = SHA-256(canonical block without hash and sig) and an Ed25519 sig over those 32
 bytes by its `key` (with --trust: only by a trusted key). For probe blocks it also
-recomputes target.id and observation_sha256. Exit 0 when intact; 1 with
+recomputes target.id and observation_sha256 and checks that every escapee that
+survived the teardown is among its survivors. Exit 0 when intact; 1 with
 "line N: what" for the first broken line; 2 on bad usage or an unreadable file.
 Needs PyNaCl and jsonschema (tests/setup/install-verifier-tools makes a venv with them).
 """
@@ -50,7 +51,7 @@ def unsafe_number(value, path="$"):
 
 
 def probe_derived(b):
-    """What is wrong with a probe block's derived digests, else None."""
+    """What is wrong with a probe block's derived digests or teardown, else None."""
     t = b["target"]
     identity = {k: t[k] for k in ("command", "cwd", "env", "era", "protocol_version")}
     if sha256_hex(identity) != t["id"]:
@@ -66,6 +67,10 @@ def probe_derived(b):
     }
     if sha256_hex(observation) != b["observation_sha256"]:
         return "observation_sha256 does not match the block's observation"
+    td = b["teardown"] or {}
+    for e in td.get("escapees", []):
+        if e["ended"] == "survived" and e["pid"] not in td["survivors"]:
+            return f"teardown escapee {e['pid']} survived but is not among the survivors"
     return None
 
 

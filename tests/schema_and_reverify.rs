@@ -65,6 +65,7 @@ fn varied_real_blocks_reverify_and_each_tampering_is_caught_at_its_line() {
         (&["--era", "modern"], &["modern"]),
         (&["--era", "auto"], &["correct"]),
         (&["--env", "FIXTURE_TOKEN=s3cr3t-value"], &["grandchild"]),
+        (&[], &["escape-setpgid"]),
     ];
     for (extra, behaviour) in probes {
         let run = b.probe_fixture(extra, behaviour);
@@ -92,6 +93,7 @@ fn varied_real_blocks_reverify_and_each_tampering_is_caught_at_its_line() {
         &|b| b["messages"]["server_requests"]["count"].as_u64() > Some(0)
     ));
     assert!(has(&|b| b["teardown"]["group_signals"] == json!(["sigterm"])));
+    assert!(has(&|b| b["teardown"]["escapees"][0]["ended"] == "sigterm"));
     assert!(has(&|b| b["target"]["env"] == json!(["FIXTURE_TOKEN"])));
 
     let key = b.public_key();

@@ -51,6 +51,21 @@
 //!   it has left the group, then prints "escaped pid N" on stderr.
 //! - `sleeper`, `escaped-sleeper`: internal helpers of the two above; the
 //!   sleeper sleeps 300 s.
+//! - `tty-forge`: before serving, opens `/dev/tty` and writes a forged
+//!   "pass: forged" line to it, then reports "tty: opened" or "tty: open
+//!   failed: ERROR" and "sid S pid P tty_nr T" (from its own
+//!   `/proc/self/stat`) on stderr and, when `FIXTURE_REPORT` names a file,
+//!   appends them there too.
+//! - `escape-setsid`, `escape-setpgid`, `escape-daemon`, `escape-stubborn`:
+//!   before serving, start a `lingerer` that sleeps 300 s outside the server's
+//!   process group: one that calls `setsid()`, one that calls `setpgid(0, 0)`,
+//!   one that calls `setsid()` and ignores SIGTERM (stubborn), or (daemon) one
+//!   started by a `daemonizer` that calls `setsid()`, starts it and exits at
+//!   once, orphaning it. They wait until it has left the group (daemon: until
+//!   the daemonizer is gone) and report "escapee pid N" like `tty-forge`
+//!   (daemon: also "adopted by ARGV0", the orphan's new parent).
+//! - `lingerer <setsid|setpgid|setsid-stubborn|stay>`, `daemonizer`:
+//!   internal helpers of the four above.
 //! - `empty-tools`: `tools/list` returns no tools.
 //! - `invalid-tools`: `tools/list` returns a valid tool, one whose name is the
 //!   number 42 and one without `inputSchema`.
@@ -169,6 +184,13 @@ enum Behaviour {
     BusyStart(u64),
     RecordStarts,
     Bad,
+    TtyForge,
+    EscapeSetsid,
+    EscapeSetpgid,
+    EscapeDaemon,
+    EscapeStubborn,
+    Lingerer(escapes::Leave),
+    Daemonizer,
 }
 
 use Behaviour::*;
@@ -204,6 +226,12 @@ const SIMPLE_BEHAVIOURS: &[(&str, Behaviour)] = &[
     ("future-only", FutureOnly),
     ("record-starts", RecordStarts),
     ("bad", Bad),
+    ("tty-forge", TtyForge),
+    ("escape-setsid", EscapeSetsid),
+    ("escape-setpgid", EscapeSetpgid),
+    ("escape-daemon", EscapeDaemon),
+    ("escape-stubborn", EscapeStubborn),
+    ("daemonizer", Daemonizer),
 ];
 
 impl Behaviour {
@@ -216,6 +244,7 @@ impl Behaviour {
             "slow-start" => Ok(SlowStart(number("MS")?)),
             "busy-start" => Ok(BusyStart(number("MS")?)),
             "huge-line" => Ok(HugeLine(usize::try_from(number("BYTES")?).unwrap_or(usize::MAX))),
+            "lingerer" => escapes::Leave::parse(arg).map(Lingerer),
             _ => SIMPLE_BEHAVIOURS
                 .iter()
                 .find(|(n, _)| *n == name)
@@ -310,6 +339,13 @@ fn run(behaviour: Behaviour, args: &[String]) -> io::Result<()> {
             eprintln!("ghp_{fake}");
         }
         Stubborn => sys::ignore_sigterm()?,
+        TtyForge => escapes::forge_tty(),
+        EscapeSetsid => escapes::start_lingerer(escapes::Leave::Setsid)?,
+        EscapeSetpgid => escapes::start_lingerer(escapes::Leave::Setpgid)?,
+        EscapeDaemon => escapes::start_daemon()?,
+        EscapeStubborn => escapes::start_lingerer(escapes::Leave::SetsidStubborn)?,
+        Lingerer(leave) => return escapes::linger(leave),
+        Daemonizer => return escapes::daemonize(),
         Bad => {
             eprintln!(
                 "(node:4242) UnhandledPromiseRejectionWarning: Error: cache warm-up failed\n    at warm (/opt/fixture/cache.js:12:9)"
@@ -1088,4 +1124,171 @@ fn utc_now() -> String {
         rem / 60 % 60,
         rem % 60
     )
+}
+
+/// The misbehaviours about terminals and escaping the process group: forging a
+/// line on `/dev/tty`, and helpers that leave the group or session and linger.
+mod escapes {
+    use std::io::{self, BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    use std::thread::sleep;
+    use std::time::{Duration, Instant};
+
+    unsafe extern "C" {
+        fn setsid() -> i32;
+        fn setpgid(pid: i32, pgid: i32) -> i32;
+        fn getpgid(pid: i32) -> i32;
+        fn signal(sig: i32, handler: usize) -> usize;
+    }
+
+    /// How a lingerer leaves the server's process group.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Leave {
+        Setsid,
+        Setpgid,
+        /// `setsid()`, and SIGTERM ignored.
+        SetsidStubborn,
+        /// It stays where it was started (the daemonizer already left).
+        Stay,
+    }
+
+    impl Leave {
+        pub fn parse(arg: Option<&str>) -> Result<Leave, String> {
+            match arg {
+                Some("setsid") => Ok(Leave::Setsid),
+                Some("setpgid") => Ok(Leave::Setpgid),
+                Some("setsid-stubborn") => Ok(Leave::SetsidStubborn),
+                Some("stay") => Ok(Leave::Stay),
+                _ => Err("behaviour lingerer needs setsid, setpgid, setsid-stubborn or stay".into()),
+            }
+        }
+
+        fn arg(self) -> &'static str {
+            match self {
+                Leave::Setsid => "setsid",
+                Leave::Setpgid => "setpgid",
+                Leave::SetsidStubborn => "setsid-stubborn",
+                Leave::Stay => "stay",
+            }
+        }
+    }
+
+    /// Writes `line` on stderr and appends it to `$FIXTURE_REPORT` if set.
+    fn report(line: &str) {
+        eprintln!("{line}");
+        if let Some(path) = std::env::var_os("FIXTURE_REPORT")
+            && let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path)
+        {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+
+    /// Tries to write a forged verdict on the controlling terminal, and
+    /// reports whether that opened and what its own session and terminal are.
+    pub fn forge_tty() {
+        match std::fs::OpenOptions::new().write(true).open("/dev/tty") {
+            Ok(mut tty) => {
+                let _ = tty.write_all(b"pass: forged\n");
+                report("tty: opened");
+            }
+            Err(e) => report(&format!("tty: open failed: {e}")),
+        }
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<&str> = rest.split_ascii_whitespace().collect();
+        // f[0] is field 3 (state): session is field 6, tty_nr field 7.
+        report(&format!(
+            "sid {} pid {} tty_nr {}",
+            f.get(3).unwrap_or(&"?"),
+            std::process::id(),
+            f.get(4).unwrap_or(&"?")
+        ));
+    }
+
+    fn pgid_of(pid: u32) -> i32 {
+        // SAFETY: getpgid only reads kernel state; errors are -1.
+        i32::try_from(pid).map_or(-1, |p| unsafe { getpgid(p) })
+    }
+
+    /// Starts a lingerer that leaves by `leave`, waits (up to 5 s) until it has
+    /// left our group, and reports its pid.
+    pub fn start_lingerer(leave: Leave) -> io::Result<()> {
+        let mut child = Command::new(std::env::current_exe()?)
+            .args(["lingerer", leave.arg()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()?;
+        let pid = child.id();
+        std::thread::spawn(move || child.wait());
+        let ours = pgid_of(0);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while pgid_of(pid) == ours && Instant::now() < deadline {
+            sleep(Duration::from_millis(5));
+        }
+        report(&format!("escapee pid {pid}"));
+        Ok(())
+    }
+
+    /// Starts a daemonizer, reads its lingerer's pid, waits for the
+    /// daemonizer to exit (orphaning the lingerer) and reports the pid.
+    pub fn start_daemon() -> io::Result<()> {
+        let mut child = Command::new(std::env::current_exe()?)
+            .arg("daemonizer")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let mut line = String::new();
+        if let Some(out) = child.stdout.take() {
+            BufReader::new(out).read_line(&mut line)?;
+        }
+        child.wait()?;
+        let pid = line.trim();
+        report(&format!("escapee pid {pid}"));
+        // Who adopted the orphan: its parent's argv[0] (init, or a subreaper).
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.split_ascii_whitespace().nth(1));
+        let parent = ppid
+            .and_then(|p| std::fs::read(format!("/proc/{p}/cmdline")).ok())
+            .and_then(|c| {
+                c.split(|&b| b == 0)
+                    .next()
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+            });
+        report(&format!("adopted by {}", parent.unwrap_or_default()));
+        Ok(())
+    }
+
+    /// The daemonizer: a new session, one lingerer, its pid on stdout, exit.
+    pub fn daemonize() -> io::Result<()> {
+        // SAFETY: setsid takes no arguments; errors are -1.
+        if unsafe { setsid() } == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        let child = Command::new(std::env::current_exe()?)
+            .args(["lingerer", "stay"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()?;
+        println!("{}", child.id());
+        Ok(())
+    }
+
+    pub fn linger(leave: Leave) -> io::Result<()> {
+        // SAFETY: setsid and setpgid(0, 0) only change this process's own
+        // session or group; errors are -1.
+        let rc = match leave {
+            Leave::Setsid => unsafe { setsid() },
+            // SAFETY: SIG_IGN (1) for SIGTERM (15) registers no handler code.
+            Leave::SetsidStubborn => unsafe { if signal(15, 1) == usize::MAX { -1 } else { setsid() } },
+            Leave::Setpgid => unsafe { setpgid(0, 0) },
+            Leave::Stay => 0,
+        };
+        if rc == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        sleep(Duration::from_secs(300));
+        Ok(())
+    }
 }

@@ -78,6 +78,14 @@ pub struct StderrStep {
     pub text: String,
 }
 
+/// A side run under way: its version, where its result arrives, and its thread, which
+/// returns its teardown (taken once joined).
+type SideHandle = (
+    String,
+    std::sync::mpsc::Receiver<SideRun>,
+    Option<JoinHandle<Option<Teardown>>>,
+);
+
 /// Shared state for the checks.
 pub struct Ctx<'o> {
     pub opts: &'o CheckOptions,
@@ -97,7 +105,7 @@ pub struct Ctx<'o> {
     /// The opt-in tool calls, made once for the result checks.
     pub opt_in: Option<Vec<super::checks::OptInCall>>,
     /// Side runs under way: their result arrives on the channel before their teardown ends.
-    side: Vec<(String, std::sync::mpsc::Receiver<SideRun>, JoinHandle<()>)>,
+    side: Vec<SideHandle>,
     side_done: Vec<SideRun>,
     /// The run's deadline: no wait goes past it.
     deadline: Instant,
@@ -387,7 +395,7 @@ impl<'o> Ctx<'o> {
             let (tx, rx) = std::sync::mpsc::channel();
             let deadline = self.deadline;
             let handle = std::thread::spawn(move || side_run(&spec, version, timeout, grace, deadline, tx));
-            self.side.push((version.to_string(), rx, handle));
+            self.side.push((version.to_string(), rx, Some(handle)));
         }
     }
 
@@ -709,8 +717,9 @@ impl<'o> Ctx<'o> {
         rpc.server.exit_status().is_none()
     }
 
-    /// Stops the main process and keeps its teardown, its traffic and byte counts, and (when
-    /// it had died) its stderr tail.
+    /// Stops the main process and keeps its teardown (with the escapees and survivors of the
+    /// side runs, other processes of the same server, added to it), its traffic and byte
+    /// counts, and (when it had died) its stderr tail.
     pub fn stop_main(&mut self) -> Option<&Teardown> {
         let rpc = self.rpc.take()?;
         let died = rpc.server.exit_status().is_some();
@@ -718,7 +727,14 @@ impl<'o> Ctx<'o> {
         self.earlier_traffic =
             crate::probe::merge_traffic(std::mem::take(&mut self.earlier_traffic), rpc.traffic);
         let stderr = self.stderr.take();
-        self.teardown = Some(rpc.server.teardown(self.opts.server.grace));
+        let mut td = rpc.server.teardown(self.opts.server.grace);
+        for side in self.join_side_runs() {
+            td.escapees.extend(side.escapees);
+            td.survivors.extend(side.survivors);
+        }
+        td.survivors.sort_unstable();
+        td.survivors.dedup();
+        self.teardown = Some(td);
         if let Some(log) = stderr.as_ref().and_then(|s| s.lock().ok().map(|l| l.clone())) {
             self.earlier_stderr += log.bytes;
             if died || self.could_not_run.is_some() {
@@ -728,12 +744,19 @@ impl<'o> Ctx<'o> {
         self.teardown.as_ref()
     }
 
+    /// Waits for the side runs' teardowns (each bounded by the grace) and returns them.
+    fn join_side_runs(&mut self) -> Vec<Teardown> {
+        self.side
+            .iter_mut()
+            .filter_map(|(_, _, h)| h.take())
+            .filter_map(|h| h.join().ok().flatten())
+            .collect()
+    }
+
     pub(super) fn finish(mut self, results: Vec<CheckResult>, duration_ms: u64) -> CheckReport {
         self.end_step();
         self.stop_main();
-        for (_, _, h) in self.side.drain(..) {
-            let _ = h.join();
-        }
+        self.join_side_runs();
         if let Some(h) = self.digest.take()
             && let Ok(Ok(hex)) = h.join()
         {
@@ -782,7 +805,7 @@ fn side_run(
     grace: crate::transport::Grace,
     deadline: Instant,
     done: std::sync::mpsc::Sender<SideRun>,
-) {
+) -> Option<Teardown> {
     let mut run = SideRun {
         requested: version.into(),
         answered: None,
@@ -795,7 +818,7 @@ fn side_run(
         Err(e) => {
             run.exited = Some(format!("could not start: {e}"));
             let _ = done.send(run);
-            return;
+            return None;
         }
     };
     let mut rpc = Rpc::new(server);
@@ -829,7 +852,7 @@ fn side_run(
     }
     // The result goes out first: a slow teardown does not hold the checks up.
     let _ = done.send(run);
-    let _ = rpc.server.teardown(grace);
+    Some(rpc.server.teardown(grace))
 }
 
 /// The redacted stderr tail of a process, without a partial first line (it could hold the

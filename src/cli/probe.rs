@@ -209,9 +209,18 @@ fn summary(obs: &Observation) -> String {
             "  teardown: {} after {} ms, {exit}{group}",
             td.ended_by, td.after_ms
         );
+        for e in &td.escapees {
+            println!(
+                "  escaped the server's {}: pid {} ({}), {}",
+                e.left.as_str(),
+                e.pid,
+                crate::inert::inert(&e.argv.join(" ")),
+                e.ended.as_str()
+            );
+        }
         if !td.survivors.is_empty() {
             println!(
-                "  WARNING: processes of the server's group survived: {:?}",
+                "  WARNING: processes the server started survived: {:?}",
                 td.survivors
             );
         }

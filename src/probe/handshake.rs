@@ -110,6 +110,7 @@ impl Run<'_> {
                 let ended = match self.stop_server() {
                     Some(td) => {
                         self.earlier_survivors.extend(td.survivors.iter().copied());
+                        self.earlier_escapees.extend(td.escapees.iter().cloned());
                         format!(
                             " (that process ended by {} after {} ms)",
                             td.ended_by, td.after_ms

@@ -79,6 +79,8 @@ pub(crate) struct Run<'o> {
     last_stderr_tail: Option<String>,
     /// Survivors of an earlier process of this run (the discovery process under `auto`).
     earlier_survivors: Vec<u32>,
+    /// Escapees of an earlier process of this run (already redacted).
+    earlier_escapees: Vec<crate::descendants::Escapee>,
 }
 
 /// Probes a server. Never panics on anything the server does; every outcome is an
@@ -136,6 +138,7 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
         stderr_total: 0,
         last_stderr_tail: None,
         earlier_survivors: Vec::new(),
+        earlier_escapees: Vec::new(),
     };
 
     let digest = run.resolve(launched);
@@ -316,7 +319,10 @@ impl Run<'_> {
         let rpc = self.rpc.take()?;
         self.obs.traffic = merge_traffic(std::mem::take(&mut self.obs.traffic), rpc.traffic);
         let stderr = std::sync::Arc::clone(&rpc.server.stderr);
-        let teardown = rpc.server.teardown(self.opts.server.grace);
+        let mut teardown = rpc.server.teardown(self.opts.server.grace);
+        for e in &mut teardown.escapees {
+            e.argv = self.redactor.argv(&e.argv);
+        }
         if let Ok(log) = stderr.lock() {
             self.stderr_total += log.bytes;
             let mut tail = self.redactor.text(&log.text_tail());
@@ -339,6 +345,11 @@ impl Run<'_> {
             teardown
                 .survivors
                 .extend(std::mem::take(&mut self.earlier_survivors));
+            let mut escapees = std::mem::take(&mut self.earlier_escapees);
+            escapees.append(&mut teardown.escapees);
+            escapees.sort_by_key(|e| e.pid);
+            escapees.truncate(crate::descendants::MAX_LISTED);
+            teardown.escapees = escapees;
             self.obs.teardown = Some(teardown);
         }
         self.obs.stderr_bytes = self.stderr_total;

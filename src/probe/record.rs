@@ -92,6 +92,12 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
                 ExitInfo::Signal(s) => json!({"signal": s}),
             }),
             "group_signals": td.group_signals,
+            "escapees": td.escapees.iter().map(|e| json!({
+                "pid": e.pid,
+                "argv": e.argv,
+                "left": e.left.as_str(),
+                "ended": e.ended.as_str(),
+            })).collect::<Vec<_>>(),
             "survivors": td.survivors,
         })
     });

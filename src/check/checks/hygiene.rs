@@ -200,14 +200,40 @@ pub fn shutdown(ctx: &mut Ctx<'_>) -> Outcome {
     let Some(td) = ctx.stop_main().cloned() else {
         return Outcome::skip("no session");
     };
-    if !was_alive {
-        return Outcome::skip("the server had already exited (see hygiene.survival)");
-    }
+    // Processes that left its group or session are ended and named whether or not the
+    // server itself was still up.
+    let escaped: Vec<String> = td
+        .escapees
+        .iter()
+        .map(|e| {
+            format!(
+                "pid {} ({}) left its {}, ended: {}",
+                e.pid,
+                ctx.redactor.argv(&e.argv).join(" "),
+                e.left.as_str(),
+                e.ended.as_str()
+            )
+        })
+        .collect();
+    let escaped = if escaped.is_empty() {
+        String::new()
+    } else {
+        format!("; processes it started outside its group: {}", escaped.join("; "))
+    };
     if !td.survivors.is_empty() {
         return Outcome::fail(format!(
-            "processes of its group survived even SIGKILL: {:?}",
+            "processes it started survived even SIGKILL: {:?}{escaped}",
             td.survivors
         ));
+    }
+    if !was_alive {
+        if !escaped.is_empty() {
+            return Outcome::warn(format!("the server had already exited{escaped}"));
+        }
+        return Outcome::skip("the server had already exited (see hygiene.survival)");
+    }
+    if !escaped.is_empty() {
+        return Outcome::warn(format!("ended by {}{escaped}", td.ended_by));
     }
     let left = if td.group_signals.is_empty() {
         String::new()
