@@ -24,15 +24,30 @@ pub struct Listing {
     pub declared: bool,
     /// The list was requested.
     pub fetched: bool,
+    /// The items kept for the checks: at most `ITEMS_KEEP` of them and `ITEMS_KEEP_COST`
+    /// of estimated structure, in reply order.
     pub items: Vec<Value>,
+    /// Items seen across every page (kept or not).
+    pub items_seen: u64,
+    /// Items or names were left out to stay within the bounds.
+    pub cut: bool,
+    /// Estimated structure of `items`.
+    kept_cost: usize,
     pub pages: u64,
-    /// Names (or URIs) per page, in order.
+    /// Names (or URIs) per page, in order: at most `NAMES_KEEP` in all.
     pub page_names: Vec<Vec<String>>,
     pub repeated_cursor: Option<String>,
     pub empty_cursor: bool,
     /// An error reply, a wrong shape, or no reply: what stopped the walk.
     pub problem: Option<String>,
 }
+
+/// Items of one list kept for the checks, however many the server lists.
+const ITEMS_KEEP: usize = 10_000;
+/// Estimated structure of the items kept (see `json_budget::cost`).
+const ITEMS_KEEP_COST: usize = 16 << 20;
+/// Names kept across the pages of one list (for the duplicate check).
+const NAMES_KEEP: usize = 20_000;
 
 /// What became of a raw line sent by `probe_line`.
 #[derive(Debug, Clone, PartialEq)]
@@ -313,7 +328,7 @@ impl<'o> Ctx<'o> {
         loop {
             let params = cursor.as_ref().map(|c| json!({"cursor": c}));
             let reply = self.request(method, params);
-            let page = match reply {
+            let mut page = match reply {
                 Ok(Reply::Result(r)) => r,
                 other => {
                     l.problem = Some(format!("{method} {}", describe(&other)));
@@ -321,19 +336,11 @@ impl<'o> Ctx<'o> {
                 }
             };
             l.pages += 1;
-            let Some(items) = page.get(key).and_then(Value::as_array) else {
+            let Some(Value::Array(items)) = page.get_mut(key).map(Value::take) else {
                 l.problem = Some(format!("the {method} result has no `{key}` array"));
                 return l;
             };
-            let name_key = if key == "resources" { "uri" } else { "name" };
-            l.page_names.push(
-                items
-                    .iter()
-                    .filter_map(|t| t.get(name_key).and_then(Value::as_str))
-                    .map(|n| truncate(n, 256))
-                    .collect(),
-            );
-            l.items.extend(items.iter().take(10_000).cloned());
+            keep_page(&mut l, items, if key == "resources" { "uri" } else { "name" });
             match page.get("nextCursor") {
                 None | Some(Value::Null) => return l,
                 Some(Value::String(next)) => {
@@ -585,6 +592,31 @@ fn server_info(value: Option<&Value>) -> Option<ServerInfo> {
     })
 }
 
+/// Keeps what the bounds allow of one page: names for the duplicate check, items (moved,
+/// not copied) for the other checks.
+fn keep_page(l: &mut Listing, items: Vec<Value>, name_key: &str) {
+    let room = NAMES_KEEP.saturating_sub(l.page_names.iter().map(Vec::len).sum());
+    let mut names = Vec::new();
+    for n in items.iter().filter_map(|t| t.get(name_key).and_then(Value::as_str)) {
+        if names.len() >= room {
+            l.cut = true;
+            break;
+        }
+        names.push(truncate(n, 256));
+    }
+    l.page_names.push(names);
+    for item in items {
+        l.items_seen += 1;
+        let cost = crate::json_budget::cost(&item);
+        if l.items.len() >= ITEMS_KEEP || l.kept_cost + cost > ITEMS_KEEP_COST {
+            l.cut = true;
+            continue;
+        }
+        l.kept_cost += cost;
+        l.items.push(item);
+    }
+}
+
 /// A reply in words, for reasons and messages.
 pub fn describe(reply: &Result<Reply, NoReply>) -> String {
     match reply {
@@ -598,5 +630,16 @@ pub fn describe(reply: &Result<Reply, NoReply>) -> String {
         Err(NoReply::StdoutClosed) => "got no reply: the server closed its stdout".into(),
         Err(NoReply::Oversize { bytes }) => format!("got a line longer than the bound ({bytes} bytes)"),
         Err(NoReply::StdinClosed) => "could not be sent: the server's stdin is closed".into(),
+        Err(NoReply::TooComplex { bytes }) => {
+            format!("got a reply too complex to hold ({bytes} bytes, past the parse budget)")
+        }
+        Err(NoReply::DuplicateIdKey { keys }) => {
+            format!("got a reply with the `id` key {keys} times (ambiguous)")
+        }
+        Err(NoReply::ErrorWithNullId { code, message }) => format!(
+            "got an error with id null ({}: {})",
+            code.map_or_else(|| "no code".to_string(), |c| c.to_string()),
+            truncate(message, 200)
+        ),
     }
 }

@@ -47,7 +47,7 @@ fn grade(listing: &Listing, what: &str) -> Outcome {
     Outcome::pass(format!(
         "{} pages, {} entries",
         listing.pages,
-        listing.items.len()
+        listing.items_seen
     ))
 }
 

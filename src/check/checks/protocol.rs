@@ -80,7 +80,7 @@ fn capability(ctx: &mut Ctx<'_>, cap: &str) -> Outcome {
     match &listing.problem {
         Some(p) if listing.pages == 0 => Outcome::fail(format!("`{cap}` is declared but {p}")),
         Some(p) => Outcome::fail(p.clone()),
-        None => Outcome::pass(format!("{cap}/list answered {} items", listing.items.len())),
+        None => Outcome::pass(format!("{cap}/list answered {} items", listing.items_seen)),
     }
 }
 
