@@ -97,6 +97,9 @@ pub struct Rpc {
     pub traffic: Traffic,
     /// Masks secrets in what is kept of stdout noise.
     pub redactor: Redactor,
+    /// The most structure one reply may build (see `json_budget`); `PARSE_BUDGET` unless a
+    /// caller that needs only a few fields of a reply asks for less.
+    pub parse_budget: usize,
 }
 
 impl Rpc {
@@ -106,6 +109,7 @@ impl Rpc {
             next_id: 1,
             traffic: Traffic::default(),
             redactor: Redactor::default(),
+            parse_budget: PARSE_BUDGET,
         }
     }
 
@@ -337,7 +341,7 @@ impl Rpc {
             self.traffic.unmatched_replies += 1;
             return None;
         }
-        Some(match json_budget::parse_object(body, PARSE_BUDGET) {
+        Some(match json_budget::parse_object(body, self.parse_budget) {
             Ok(msg) => Ok(classify_reply(msg)),
             Err(ParseError::TooComplex) => Err(NoReply::TooComplex { bytes: body.len() }),
             Err(ParseError::Invalid) => Ok(Reply::Malformed(Map::new())),

@@ -549,6 +549,8 @@ fn side_run(
         }
     };
     let mut rpc = Rpc::new(server);
+    // Only the protocolVersion is read: a reply needs no more structure than this.
+    rpc.parse_budget = 1 << 20;
     let params = json!({
         "protocolVersion": version,
         "capabilities": {},
