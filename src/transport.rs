@@ -21,6 +21,8 @@ const EVENT_DEPTH: usize = 16;
 /// through alone. A server that never reads its stdin costs us at most this much.
 pub const STDIN_QUEUE_BYTES: usize = 1 << 20;
 const READ_CHUNK: usize = 64 * 1024;
+/// How far the stdout reader may run ahead of lines not yet done with (see `LineCredit`).
+pub const READ_AHEAD: usize = 1 << 20;
 /// stderr bytes kept from the start and from the end.
 pub const STDERR_HEAD: usize = 4 * 1024;
 pub const STDERR_TAIL: usize = 8 * 1024;
@@ -394,9 +396,9 @@ fn wait_group_gone(pgid: u32, deadline: Instant) -> bool {
 }
 
 /// Bytes of stdout lines read but not yet done with: queued in the channel, or the one the
-/// consumer holds. The reader reads no more while these and the line it is building would
-/// pass the line bound, so a server's lines cost about one `--max-line` at a time, however
-/// fast it writes.
+/// consumer holds. While any are, the reader reads on only until these and the line it is
+/// building reach `READ_AHEAD`, so a server's lines cost one line (at most `--max-line`) plus
+/// `READ_AHEAD` at a time, however fast it writes.
 #[derive(Default)]
 struct LineCredit {
     state: Mutex<CreditState>,
@@ -478,7 +480,7 @@ fn spawn_stdout_reader(
         let mut buf = vec![0u8; READ_CHUNK];
         let mut open = true;
         loop {
-            if !credit.wait_room(splitter.pending() + READ_CHUNK, max_line.max(READ_CHUNK)) {
+            if !credit.wait_room(splitter.pending() + READ_CHUNK, READ_AHEAD) {
                 return;
             }
             let n = match stdout.read(&mut buf) {
