@@ -229,7 +229,10 @@ mod tests {
         let e = env(&format!(r#"{{"id":"{long}","method":"ping"}}"#));
         assert_eq!(e.id(), Some(&Id::TooLong(ID_MAX_BYTES + 1)));
         assert_eq!(e.method, Some(Method::Name("ping".into())));
-        assert_eq!(env(r#"{"id":null,"error":{}}"#).id(), Some(&Id::Value(Value::Null)));
+        assert_eq!(
+            env(r#"{"id":null,"error":{}}"#).id(),
+            Some(&Id::Value(Value::Null))
+        );
         assert!(env(r#"{"id":null,"error":{}}"#).has_error);
         assert_eq!(env(r#"{"method":"x"}"#).id(), None);
         assert_eq!(env(r#"{"id":[1],"method":7}"#).id(), Some(&Id::Invalid));

@@ -82,7 +82,11 @@ pub fn cost(value: &Value) -> usize {
         Value::String(_) => STRING_ALLOC,
         Value::Array(items) => items.iter().map(cost).sum(),
         Value::Object(map) if !map.is_empty() => {
-            MAP_NODE + map.values().map(|v| ENTRY + STRING_ALLOC + cost(v)).sum::<usize>()
+            MAP_NODE
+                + map
+                    .values()
+                    .map(|v| ENTRY + STRING_ALLOC + cost(v))
+                    .sum::<usize>()
         }
         _ => 0,
     }

@@ -358,7 +358,8 @@ impl Rpc {
                 let reply = if method == "ping" {
                     json!({"jsonrpc": "2.0", "id": id, "result": {}})
                 } else {
-                    let error = json!({"code": -32601, "message": "mcp-witness does not handle this request"});
+                    let error =
+                        json!({"code": -32601, "message": "mcp-witness does not handle this request"});
                     json!({"jsonrpc": "2.0", "id": id, "error": error})
                 };
                 let mut line = serde_json::to_vec(&reply).expect("serializing a Value cannot fail");

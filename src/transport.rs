@@ -534,7 +534,9 @@ fn spawn_waiter(mut child: Child, tx: SyncSender<Event>) {
 
 /// Takes `len` bytes off a queue count, never below zero.
 fn unqueue(queued: &AtomicUsize, len: usize) {
-    let _ = queued.fetch_update(Ordering::AcqRel, Ordering::Acquire, |q| Some(q.saturating_sub(len)));
+    let _ = queued.fetch_update(Ordering::AcqRel, Ordering::Acquire, |q| {
+        Some(q.saturating_sub(len))
+    });
 }
 
 fn spawn_writer(mut stdin: ChildStdin, queued: &Arc<AtomicUsize>) -> SyncSender<Vec<u8>> {
@@ -593,6 +595,39 @@ mod tests {
         assert_eq!(t.ended_by, "sigterm");
         assert_eq!(t.exit, Some(ExitInfo::Signal(sys::SIGTERM)));
         assert!(t.survivors.is_empty(), "{t:?}");
+    }
+
+    #[test]
+    fn a_server_that_never_reads_gets_at_most_the_stdin_queue_bound_queued() {
+        let server = Server::spawn(&sh("sleep 300")).unwrap();
+        let message = vec![b'x'; 100 * 1024];
+        let mut sent = 0;
+        // The pipe takes 64 KiB, the queue 1 MiB: within a few dozen sends room runs out.
+        for _ in 0..64 {
+            match server.send(message.clone(), Instant::now()) {
+                SendOutcome::Sent => sent += 1,
+                other => {
+                    assert_eq!(other, SendOutcome::Full);
+                    break;
+                }
+            }
+        }
+        assert!(sent < 64, "every send found room");
+        assert!(
+            server.stdin_queued() <= STDIN_QUEUE_BYTES,
+            "{}",
+            server.stdin_queued()
+        );
+        // One message larger than the bound still goes when nothing else is queued.
+        let big = Server::spawn(&sh("sleep 300")).unwrap();
+        let line = vec![b'y'; 2 * STDIN_QUEUE_BYTES];
+        assert_eq!(big.send(line, Instant::now()), SendOutcome::Sent);
+        let grace = Grace {
+            eof: Duration::from_millis(50),
+            term: Duration::from_secs(2),
+        };
+        assert!(server.teardown(grace).survivors.is_empty());
+        assert!(big.teardown(grace).survivors.is_empty());
     }
 
     #[test]

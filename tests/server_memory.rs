@@ -66,7 +66,8 @@ fn check(b: &Bench, extra: &[&str], behaviour: &[&str]) -> (Value, u64) {
     args.push(FIXTURE);
     args.extend_from_slice(behaviour);
     let (run, peak) = measured(b, &args);
-    let report = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", run.stdout, run.stderr));
+    let report =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", run.stdout, run.stderr));
     (report, peak)
 }
 
@@ -91,7 +92,10 @@ fn a_60_mib_reply_of_zeros_is_refused_as_too_complex_within_bounded_memory() {
     let (report, peak) = check(&b, &["--only", "protocol"], &["zeros-init", "62914560"]);
     let version = result(&report, "protocol.handshake.version");
     assert_eq!(version["status"], "fail");
-    assert!(version["message"].as_str().unwrap().contains("too complex"), "{version}");
+    assert!(
+        version["message"].as_str().unwrap().contains("too complex"),
+        "{version}"
+    );
     assert!(peak < PEAK_LIMIT_KIB, "check peaked at {peak} KiB");
 }
 
@@ -105,10 +109,17 @@ fn eight_pages_of_invalid_tools_keep_a_count_and_the_first_few_within_bounded_me
     assert_eq!(block["tools"]["pages"], 8);
     let count = block["tools"]["count"].as_u64().unwrap();
     let message = block["reasons"][0]["message"].as_str().unwrap();
-    assert!(message.ends_with(&format!("(and {} more)", count - 5)), "{message}");
+    assert!(
+        message.ends_with(&format!("(and {} more)", count - 5)),
+        "{message}"
+    );
     assert!(peak < PEAK_LIMIT_KIB, "probe peaked at {peak} KiB");
 
-    let (report, peak) = check(&b, &["--only", "protocol.capabilities.tools"], &["invalid-tools-flood", "300"]);
+    let (report, peak) = check(
+        &b,
+        &["--only", "protocol.capabilities.tools"],
+        &["invalid-tools-flood", "300"],
+    );
     let tools = result(&report, "protocol.capabilities.tools");
     assert_eq!(tools["message"], format!("tools/list answered {count} items"));
     assert!(peak < PEAK_LIMIT_KIB, "check peaked at {peak} KiB");
@@ -122,10 +133,17 @@ fn a_5_mib_page_of_tiny_tools_is_refused_as_too_complex_within_bounded_memory() 
     assert_eq!(reason_codes(&b.last_block()), ["reply_too_complex"]);
     assert!(peak < PEAK_LIMIT_KIB, "probe peaked at {peak} KiB");
 
-    let (report, peak) = check(&b, &["--only", "protocol.capabilities.tools"], &["invalid-tools-flood", "0"]);
+    let (report, peak) = check(
+        &b,
+        &["--only", "protocol.capabilities.tools"],
+        &["invalid-tools-flood", "0"],
+    );
     let tools = result(&report, "protocol.capabilities.tools");
     assert_eq!(tools["status"], "fail");
-    assert!(tools["message"].as_str().unwrap().contains("too complex"), "{tools}");
+    assert!(
+        tools["message"].as_str().unwrap().contains("too complex"),
+        "{tools}"
+    );
     assert!(peak < PEAK_LIMIT_KIB, "check peaked at {peak} KiB");
 }
 
@@ -174,7 +192,10 @@ fn a_reply_with_a_duplicated_id_key_is_a_fail_at_once() {
     let (report, peak) = check(&b, &["--only", "protocol.handshake"], &["duplicate-id"]);
     let version = result(&report, "protocol.handshake.version");
     assert_eq!(version["status"], "fail");
-    assert!(version["message"].as_str().unwrap().contains("`id` key 2 times"), "{version}");
+    assert!(
+        version["message"].as_str().unwrap().contains("`id` key 2 times"),
+        "{version}"
+    );
     assert!(peak < PEAK_LIMIT_KIB, "check peaked at {peak} KiB");
 }
 
@@ -187,12 +208,21 @@ fn an_error_with_a_null_id_while_a_request_is_pending_is_a_fail_at_once() {
     assert_eq!(block["verdict"], "fail");
     assert_eq!(reason_codes(&block), ["error_with_null_id"]);
     let message = block["reasons"][0]["message"].as_str().unwrap();
-    assert!(message.contains("-32700: Parse error: could not read the request"), "{message}");
+    assert!(
+        message.contains("-32700: Parse error: could not read the request"),
+        "{message}"
+    );
     assert!(peak < PEAK_LIMIT_KIB, "probe peaked at {peak} KiB");
 
     let (report, peak) = check(&b, &["--only", "protocol.handshake"], &["null-id-error"]);
     let version = result(&report, "protocol.handshake.version");
     assert_eq!(version["status"], "fail");
-    assert!(version["message"].as_str().unwrap().contains("error with id null (-32700"), "{version}");
+    assert!(
+        version["message"]
+            .as_str()
+            .unwrap()
+            .contains("error with id null (-32700"),
+        "{version}"
+    );
     assert!(peak < PEAK_LIMIT_KIB, "check peaked at {peak} KiB");
 }

@@ -216,7 +216,9 @@ impl Behaviour {
             "invalid-tools-flood" => Ok(InvalidToolsFlood(
                 usize::try_from(number("TOOL_BYTES")?).unwrap_or(usize::MAX),
             )),
-            "ping-flood" => Ok(PingFlood(usize::try_from(number("ID_BYTES")?).unwrap_or(usize::MAX))),
+            "ping-flood" => Ok(PingFlood(
+                usize::try_from(number("ID_BYTES")?).unwrap_or(usize::MAX),
+            )),
             _ => SIMPLE_BEHAVIOURS
                 .iter()
                 .find(|(n, _)| *n == name)
@@ -604,7 +606,9 @@ impl Server {
             Err(error) => error.to_message(&id),
         };
         if self.behaviour == DuplicateId {
-            return self.out.send_raw(&hostile::with_key(&message.to_string(), "id", &id.to_string()));
+            return self
+                .out
+                .send_raw(&hostile::with_key(&message.to_string(), "id", &id.to_string()));
         }
         if self.behaviour == WrongId {
             let mut decoy = message.clone();

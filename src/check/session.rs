@@ -599,7 +599,10 @@ fn server_info(value: Option<&Value>) -> Option<ServerInfo> {
 fn keep_page(l: &mut Listing, items: Vec<Value>, name_key: &str) {
     let room = NAMES_KEEP.saturating_sub(l.page_names.iter().map(Vec::len).sum());
     let mut names = Vec::new();
-    for n in items.iter().filter_map(|t| t.get(name_key).and_then(Value::as_str)) {
+    for n in items
+        .iter()
+        .filter_map(|t| t.get(name_key).and_then(Value::as_str))
+    {
         if names.len() >= room {
             l.cut = true;
             break;
