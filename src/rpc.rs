@@ -73,8 +73,8 @@ pub enum NoReply {
     /// A reply carried the `id` key more than once: which request it answers is ambiguous.
     DuplicateIdKey { keys: usize },
     /// While a request was pending, an error reply came with `id: null`: the server could not
-    /// tell which request failed (often it could not parse ours). Code and message as sent
-    /// (the message cut to 1024 bytes).
+    /// tell which request failed (often it could not parse ours), and no raw line of ours was
+    /// waiting for such an answer. Code and message as sent (the message cut to 1024 bytes).
     ErrorWithNullId { code: Option<i64>, message: String },
 }
 
@@ -100,6 +100,9 @@ pub struct Rpc {
     /// The most structure one reply may build (see `json_budget`); `PARSE_BUDGET` unless a
     /// caller that needs only a few fields of a reply asks for less.
     pub parse_budget: usize,
+    /// Raw lines sent (`send_raw`) whose error reply, with `id: null` when the line could not
+    /// be parsed, may still come: each such reply is theirs, not a failure of a request.
+    raw_unanswered: u64,
 }
 
 impl Rpc {
@@ -110,6 +113,7 @@ impl Rpc {
             traffic: Traffic::default(),
             redactor: Redactor::default(),
             parse_budget: PARSE_BUDGET,
+            raw_unanswered: 0,
         }
     }
 
@@ -126,6 +130,7 @@ impl Rpc {
     pub fn send_raw(&mut self, bytes: &[u8]) -> bool {
         let mut line = bytes.to_vec();
         line.push(b'\n');
+        self.raw_unanswered += 1;
         self.server.send(line, Instant::now() + WRITE_WAIT) == SendOutcome::Sent
     }
 
@@ -322,8 +327,14 @@ impl Rpc {
         if env.id_keys > 1 && (accepted || pending) {
             return Some(Err(NoReply::DuplicateIdKey { keys: env.id_keys }));
         }
+        let null_error = env.has_error && env.id() == Some(&Id::Value(Value::Null));
+        // An error with id null answers one of our raw lines, if any may still be answered.
+        let ours = null_error && self.raw_unanswered > 0;
+        if ours {
+            self.raw_unanswered -= 1;
+        }
         if !accepted {
-            if pending && env.has_error && env.id() == Some(&Id::Value(Value::Null)) {
+            if pending && null_error && !ours {
                 let (code, message) = match json_budget::parse_object(body, PARSE_BUDGET) {
                     Ok(msg) => {
                         let err = msg.get("error");
