@@ -156,6 +156,7 @@ fn pings_with_30_mib_ids_are_not_echoed_to_a_server_that_never_reads() {
     assert_eq!(reason_codes(&block), ["no_reply"]);
     let requests = &block["messages"]["server_requests"];
     assert!(requests["count"].as_u64().unwrap() >= 1, "{requests}");
+    assert_eq!(requests["unanswered"], requests["count"]);
     for r in requests["requests"].as_array().unwrap() {
         assert_eq!(r["method"], "ping");
         assert_eq!(r["answer"], "not_answered", "{r}");

@@ -384,6 +384,7 @@ fn merge_traffic(mut a: crate::rpc::Traffic, b: crate::rpc::Traffic) -> crate::r
     a.server_requests.extend(b.server_requests);
     a.server_requests.truncate(32);
     a.unmatched_replies += b.unmatched_replies;
+    a.answers_not_sent += b.answers_not_sent;
     a.max_line = a.max_line.max(b.max_line);
     a.messages += b.messages;
     a
