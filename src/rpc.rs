@@ -412,3 +412,48 @@ fn classify_reply(mut msg: Map<String, Value>) -> Reply {
         None => Reply::Malformed(msg),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::{Grace, SpawnSpec};
+
+    /// A server in sh: answers its first line with an error whose id is null, its second
+    /// with a result for id 1.
+    fn null_then_result() -> Rpc {
+        let script = r#"read l; echo '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad line"}}'; read l; echo '{"jsonrpc":"2.0","id":1,"result":{}}'; cat >/dev/null"#;
+        let spec = SpawnSpec {
+            program: "/bin/sh".into(),
+            argv0: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![],
+            cwd: None,
+            max_line: 1 << 20,
+        };
+        Rpc::new(Server::spawn(&spec).unwrap())
+    }
+
+    #[test]
+    fn an_error_with_a_null_id_fails_the_pending_request_at_once() {
+        let mut rpc = null_then_result();
+        let reply = rpc.request("ping", None, Duration::from_secs(10));
+        assert_eq!(
+            reply,
+            Err(NoReply::ErrorWithNullId {
+                code: Some(-32700),
+                message: "bad line".into()
+            })
+        );
+        rpc.server.teardown(Grace::default());
+    }
+
+    #[test]
+    fn an_error_with_a_null_id_after_a_raw_line_of_ours_answers_that_line() {
+        let mut rpc = null_then_result();
+        assert!(rpc.send_raw(b"not json"));
+        let reply = rpc.request("ping", None, Duration::from_secs(10));
+        assert_eq!(reply, Ok(Reply::Result(json!({}))));
+        assert_eq!(rpc.traffic.unmatched_replies, 1);
+        rpc.server.teardown(Grace::default());
+    }
+}

@@ -80,6 +80,11 @@ fn capability(ctx: &mut Ctx<'_>, cap: &str) -> Outcome {
     match &listing.problem {
         Some(p) if listing.pages == 0 => Outcome::fail(format!("`{cap}` is declared but {p}")),
         Some(p) => Outcome::fail(p.clone()),
+        None if listing.cut => Outcome::pass(format!(
+            "{cap}/list answered {} items (the checks read the first {}: more would not fit the bounds)",
+            listing.items_seen,
+            listing.items.len()
+        )),
         None => Outcome::pass(format!("{cap}/list answered {} items", listing.items_seen)),
     }
 }
