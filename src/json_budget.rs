@@ -25,6 +25,32 @@ const ENTRY: usize = 96;
 /// The smallest allocation behind a string (charged to every string, empty ones too).
 const STRING_ALLOC: usize = 32;
 
+/// What one parse may build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Estimated bytes of structure.
+    pub structure: usize,
+    /// The text of strings (keys too) is charged as well. Without it, text is bounded by the
+    /// line alone; with it, a reader that needs a few short fields keeps a huge string out.
+    pub text_counts: bool,
+}
+
+impl Budget {
+    /// `PARSE_BUDGET` of structure; text bounded by the line.
+    pub const REPLY: Budget = Budget {
+        structure: PARSE_BUDGET,
+        text_counts: false,
+    };
+
+    /// For a reader that needs only a few short fields: `bytes` for structure and text.
+    pub const fn small(bytes: usize) -> Budget {
+        Budget {
+            structure: bytes,
+            text_counts: true,
+        }
+    }
+}
+
 /// Why a line was not turned into a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParseError {
@@ -34,12 +60,18 @@ pub enum ParseError {
     Invalid,
 }
 
-struct Budget {
+struct Meter {
     left: Cell<usize>,
     exhausted: Cell<bool>,
+    text_counts: bool,
 }
 
-impl Budget {
+impl Meter {
+    /// The cost of a string of `len` bytes.
+    fn string(&self, len: usize) -> usize {
+        STRING_ALLOC + if self.text_counts { len } else { 0 }
+    }
+
     fn charge<E: de::Error>(&self, cost: usize) -> Result<(), E> {
         match self.left.get().checked_sub(cost) {
             Some(left) => {
@@ -54,11 +86,12 @@ impl Budget {
     }
 }
 
-/// Parses `bytes` as one JSON value, building at most `budget` estimated bytes of structure.
-pub fn parse(bytes: &[u8], budget: usize) -> Result<Value, ParseError> {
-    let b = Budget {
-        left: Cell::new(budget),
+/// Parses `bytes` as one JSON value, building no more than `budget` allows.
+pub fn parse(bytes: &[u8], budget: Budget) -> Result<Value, ParseError> {
+    let b = Meter {
+        left: Cell::new(budget.structure),
         exhausted: Cell::new(false),
+        text_counts: budget.text_counts,
     };
     let mut de = serde_json::Deserializer::from_slice(bytes);
     match Seed(&b).deserialize(&mut de) {
@@ -69,14 +102,15 @@ pub fn parse(bytes: &[u8], budget: usize) -> Result<Value, ParseError> {
 }
 
 /// Parses `bytes` as one JSON object under the budget.
-pub fn parse_object(bytes: &[u8], budget: usize) -> Result<Map<String, Value>, ParseError> {
+pub fn parse_object(bytes: &[u8], budget: Budget) -> Result<Map<String, Value>, ParseError> {
     match parse(bytes, budget)? {
         Value::Object(map) => Ok(map),
         _ => Err(ParseError::Invalid),
     }
 }
 
-/// The estimated structure cost of a value already built, as `parse` would charge it.
+/// The estimated structure cost of a value already built, as `parse` would charge it under
+/// `Budget::REPLY` (text not counted).
 pub fn cost(value: &Value) -> usize {
     SLOT + match value {
         Value::String(_) => STRING_ALLOC,
@@ -92,7 +126,7 @@ pub fn cost(value: &Value) -> usize {
     }
 }
 
-struct Seed<'b>(&'b Budget);
+struct Seed<'b>(&'b Meter);
 
 impl<'de> DeserializeSeed<'de> for Seed<'_> {
     type Value = Value;
@@ -130,12 +164,12 @@ impl<'de> Visitor<'de> for Seed<'_> {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
-        self.0.charge(SLOT + STRING_ALLOC)?;
+        self.0.charge(SLOT + self.0.string(v.len()))?;
         Ok(Value::String(v.to_owned()))
     }
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
-        self.0.charge(SLOT + STRING_ALLOC)?;
+        self.0.charge(SLOT + self.0.string(v.len()))?;
         Ok(Value::String(v))
     }
 
@@ -166,7 +200,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
         let mut map = Map::new();
         while let Some(key) = access.next_key::<String>()? {
             let node = if map.is_empty() { MAP_NODE } else { 0 };
-            self.0.charge(node + ENTRY + STRING_ALLOC)?;
+            self.0.charge(node + ENTRY + self.0.string(key.len()))?;
             let value = access.next_value_seed(Seed(self.0))?;
             map.insert(key, value);
         }
@@ -182,7 +216,7 @@ mod tests {
     fn an_ordinary_message_parses_as_serde_json_would() {
         let text = br#"{"a":[1,-2,3.5,"x",null,true,{"b":{}}],"c":"\u00e9"}"#;
         let want: Value = serde_json::from_slice(text).unwrap();
-        assert_eq!(parse(text, PARSE_BUDGET), Ok(want.clone()));
+        assert_eq!(parse(text, Budget::REPLY), Ok(want.clone()));
         assert!(cost(&want) < 4096);
     }
 
@@ -191,18 +225,40 @@ mod tests {
         let mut text = b"[0".to_vec();
         text.extend(std::iter::repeat_n(&b",0"[..], 100_000).flatten());
         text.push(b']');
-        assert_eq!(parse(&text, 1 << 20), Err(ParseError::TooComplex));
-        assert!(parse(&text, 16 << 20).is_ok());
-        assert_eq!(parse(b"[0,", PARSE_BUDGET), Err(ParseError::Invalid));
-        assert_eq!(parse(b"{} {}", PARSE_BUDGET), Err(ParseError::Invalid));
+        let structure = |bytes| Budget {
+            structure: bytes,
+            text_counts: false,
+        };
+        assert_eq!(parse(&text, structure(1 << 20)), Err(ParseError::TooComplex));
+        assert!(parse(&text, structure(16 << 20)).is_ok());
+        assert_eq!(parse(b"[0,", Budget::REPLY), Err(ParseError::Invalid));
+        assert_eq!(parse(b"{} {}", Budget::REPLY), Err(ParseError::Invalid));
+    }
+
+    #[test]
+    fn a_small_budget_counts_the_text_of_strings() {
+        let long = format!(
+            r#"{{"protocolVersion":"2025-11-25","padding":"{}"}}"#,
+            "x".repeat(2 << 20)
+        );
+        assert!(parse(long.as_bytes(), Budget::REPLY).is_ok());
+        assert_eq!(
+            parse(long.as_bytes(), Budget::small(1 << 20)),
+            Err(ParseError::TooComplex)
+        );
+        assert!(parse(br#"{"protocolVersion":"2025-11-25"}"#, Budget::small(1 << 20)).is_ok());
     }
 
     #[test]
     fn the_cost_of_a_built_value_matches_what_parsing_charged() {
         let text = br#"{"tools":[{"name":"a","inputSchema":{"type":"object"}},{"name":""}]}"#;
-        let v = parse(text, PARSE_BUDGET).unwrap();
+        let v = parse(text, Budget::REPLY).unwrap();
         let c = cost(&v);
-        assert_eq!(parse(text, c), Ok(v.clone()));
-        assert_eq!(parse(text, c - 1), Err(ParseError::TooComplex));
+        let structure = |bytes| Budget {
+            structure: bytes,
+            text_counts: false,
+        };
+        assert_eq!(parse(text, structure(c)), Ok(v.clone()));
+        assert_eq!(parse(text, structure(c - 1)), Err(ParseError::TooComplex));
     }
 }

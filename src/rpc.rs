@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use crate::envelope::{Envelope, Id, Method};
 use crate::framing::{self, Frame, LineKind};
-use crate::json_budget::{self, PARSE_BUDGET, ParseError};
+use crate::json_budget::{self, Budget, ParseError};
 use crate::redact::Redactor;
 use crate::transport::{Event, SendOutcome, Server};
 
@@ -68,7 +68,7 @@ pub enum NoReply {
     Oversize { bytes: usize },
     /// Its stdin is closed: nothing can be sent.
     StdinClosed,
-    /// The reply would build more than `PARSE_BUDGET` of values (its length in bytes).
+    /// The reply would build more than its parse budget allows (its length in bytes).
     TooComplex { bytes: usize },
     /// A reply carried the `id` key more than once: which request it answers is ambiguous.
     DuplicateIdKey { keys: usize },
@@ -97,9 +97,9 @@ pub struct Rpc {
     pub traffic: Traffic,
     /// Masks secrets in what is kept of stdout noise.
     pub redactor: Redactor,
-    /// The most structure one reply may build (see `json_budget`); `PARSE_BUDGET` unless a
-    /// caller that needs only a few fields of a reply asks for less.
-    pub parse_budget: usize,
+    /// What one reply may build (see `json_budget`): `Budget::REPLY` unless a caller that
+    /// needs only a few short fields of a reply asks for less.
+    pub parse_budget: Budget,
     /// Raw lines sent (`send_raw`) whose error reply, with `id: null` when the line could not
     /// be parsed, may still come: each such reply is theirs, not a failure of a request.
     raw_unanswered: u64,
@@ -112,7 +112,7 @@ impl Rpc {
             next_id: 1,
             traffic: Traffic::default(),
             redactor: Redactor::default(),
-            parse_budget: PARSE_BUDGET,
+            parse_budget: Budget::REPLY,
             raw_unanswered: 0,
         }
     }
@@ -255,7 +255,7 @@ impl Rpc {
     }
 
     /// Handles one stdout line; returns the reply if it is the one awaited (or why the
-    /// awaited reply cannot be had). Only that reply is parsed in full, under `PARSE_BUDGET`:
+    /// awaited reply cannot be had). Only that reply is parsed in full, under `parse_budget`:
     /// other lines cost no more memory than their envelope.
     fn on_line(
         &mut self,
@@ -335,7 +335,7 @@ impl Rpc {
         }
         if !accepted {
             if pending && null_error && !ours {
-                let (code, message) = match json_budget::parse_object(body, PARSE_BUDGET) {
+                let (code, message) = match json_budget::parse_object(body, Budget::REPLY) {
                     Ok(msg) => {
                         let err = msg.get("error");
                         let code = err.and_then(|e| e.get("code")).and_then(Value::as_i64);

@@ -70,7 +70,14 @@ pub struct SideRun {
     pub silent: bool,
     /// The process exited before or right after replying.
     pub exited: Option<String>,
+    /// The reply could not be read within the side run's bounds (`SIDE_RUN_MAX_LINE`, a
+    /// small parse budget): why.
+    pub unreadable: Option<String>,
 }
+
+/// The longest line a version-negotiation process may send: it runs beside the main session,
+/// and only its reply's protocolVersion is read, so it never holds a big line at the same time.
+const SIDE_RUN_MAX_LINE: usize = 1 << 20;
 
 /// Shared state for the checks.
 pub struct Ctx<'o> {
@@ -539,8 +546,11 @@ fn side_run(
         error: None,
         silent: false,
         exited: None,
+        unreadable: None,
     };
-    let server = match Server::spawn(spec) {
+    let mut spec = spec.clone();
+    spec.max_line = spec.max_line.min(SIDE_RUN_MAX_LINE);
+    let server = match Server::spawn(&spec) {
         Ok(s) => s,
         Err(e) => {
             run.exited = Some(format!("could not start: {e}"));
@@ -549,8 +559,8 @@ fn side_run(
         }
     };
     let mut rpc = Rpc::new(server);
-    // Only the protocolVersion is read: a reply needs no more structure than this.
-    rpc.parse_budget = 1 << 20;
+    // Only protocolVersion and an error are read: a reply needs no more than this, text too.
+    rpc.parse_budget = crate::json_budget::Budget::small(1 << 20);
     let params = json!({
         "protocolVersion": version,
         "capabilities": {},
@@ -568,6 +578,14 @@ fn side_run(
         Ok(Reply::Error { code, message, .. }) => run.error = Some((code, truncate(&message, 200))),
         Ok(Reply::Malformed(_)) => run.error = Some((0, "a reply with neither result nor error".into())),
         Err(NoReply::Timeout { .. }) => run.silent = true,
+        Err(NoReply::Oversize { bytes }) => {
+            run.unreadable = Some(format!(
+                "its reply passed {SIDE_RUN_MAX_LINE} bytes ({bytes} seen)"
+            ))
+        }
+        Err(NoReply::TooComplex { bytes }) => {
+            run.unreadable = Some(format!("its reply ({bytes} bytes) held more than it needs to"))
+        }
         Err(_) => {}
     }
     // Did it stay up? Give an exit a moment to show.

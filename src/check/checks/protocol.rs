@@ -173,6 +173,9 @@ pub fn version_unknown(ctx: &mut Ctx<'_>) -> Outcome {
     let Some(run) = ctx.side_run("1999-01-01") else {
         return Outcome::skip("the fresh process did not run");
     };
+    if let Some(why) = &run.unreadable {
+        return Outcome::skip(format!("initialize with 1999-01-01 was not read: {why}"));
+    }
     match (&run.answered, &run.error) {
         (Some(v), _) if v == "1999-01-01" => {
             Outcome::fail("initialize with 1999-01-01 was echoed back as supported")
@@ -195,6 +198,9 @@ pub fn version_older(ctx: &mut Ctx<'_>) -> Outcome {
     let Some(run) = ctx.side_run("2024-11-05") else {
         return Outcome::skip("the fresh process did not run");
     };
+    if let Some(why) = &run.unreadable {
+        return Outcome::skip(format!("initialize with 2024-11-05 was not read: {why}"));
+    }
     if let Some(exit) = &run.exited {
         return Outcome::fail(format!(
             "initialize with 2024-11-05 took the server down: it {exit}"
