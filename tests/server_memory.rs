@@ -96,13 +96,10 @@ fn a_60_mib_reply_of_zeros_is_refused_as_too_complex_within_bounded_memory() {
         version["message"].as_str().unwrap().contains("too complex"),
         "{version}"
     );
-    // The fresh processes of the version negotiation read at most 1 MiB of a line.
+    // The two fresh processes of the version negotiation ran too (each sent the 60 MiB line,
+    // of which they read at most 1 MiB); with no session their checks are not run.
     let unknown = result(&report, "protocol.version_negotiation.unknown");
     assert_eq!(unknown["status"], "skip", "{unknown}");
-    assert!(
-        unknown["message"].as_str().unwrap().contains("was not read"),
-        "{unknown}"
-    );
     assert!(peak < PEAK_LIMIT_KIB, "check peaked at {peak} KiB");
 }
 
