@@ -237,3 +237,29 @@ fn an_error_with_a_null_id_while_a_request_is_pending_is_a_fail_at_once() {
     );
     assert!(peak < PEAK_LIMIT_KIB, "check peaked at {peak} KiB");
 }
+
+#[test]
+fn a_60_mib_string_in_the_initialize_reply_is_held_by_the_main_session_only() {
+    let b = Bench::new("mem-string");
+    let (report, peak) = check(
+        &b,
+        &[
+            "--only",
+            "protocol.handshake",
+            "--only",
+            "protocol.version_negotiation",
+        ],
+        &["huge-line", "62914560"],
+    );
+    assert_eq!(result(&report, "protocol.handshake.version")["status"], "pass");
+    // The fresh processes of the version negotiation read at most 1 MiB of a line.
+    for id in [
+        "protocol.version_negotiation.unknown",
+        "protocol.version_negotiation.older",
+    ] {
+        let r = result(&report, id);
+        assert_eq!(r["status"], "skip", "{r}");
+        assert!(r["message"].as_str().unwrap().contains("was not read"), "{r}");
+    }
+    assert!(peak < PEAK_LIMIT_KIB, "check peaked at {peak} KiB");
+}
