@@ -1,6 +1,9 @@
 //! JSON-RPC over a spawned server: requests matched to replies by id, server-to-client
-//! requests answered (`ping` with `{}`, anything else with -32601), notifications and stdout
-//! noise recorded. Every wait is bounded and ends early when the server exits.
+//! requests answered (`ping` with `{}`, anything else with -32601; an id past 256 bytes is
+//! never echoed), notifications and stdout noise recorded. Only the awaited reply is built,
+//! under a parse budget. Every wait is bounded and ends early when the server exits, or when
+//! a reply shows the awaited one cannot be matched (a repeated `id` key, an error with
+//! `id: null`).
 
 use std::time::{Duration, Instant};
 
