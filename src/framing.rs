@@ -62,6 +62,11 @@ impl Splitter {
         }
     }
 
+    /// Bytes of the line being gathered (0 while skipping an oversize line).
+    pub fn pending(&self) -> usize {
+        self.buf.len()
+    }
+
     /// At end of stream: the unterminated last line, if any.
     pub fn finish(&mut self) -> Option<Frame> {
         if self.skipping || self.buf.is_empty() {

@@ -1,12 +1,17 @@
 //! JSON-RPC over a spawned server: requests matched to replies by id, server-to-client
-//! requests answered (`ping` with `{}`, anything else with -32601), notifications and stdout
-//! noise recorded. Every wait is bounded and ends early when the server exits.
+//! requests answered (`ping` with `{}`, anything else with -32601; an id past 256 bytes is
+//! never echoed), notifications and stdout noise recorded. Only the awaited reply is built,
+//! under a parse budget. Every wait is bounded and ends early when the server exits, or when
+//! a reply shows the awaited one cannot be matched (a repeated `id` key, an error with
+//! `id: null`).
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
+use crate::envelope::{Envelope, Id, Method};
 use crate::framing::{self, Frame, LineKind};
+use crate::json_budget::{self, Budget, ParseError};
 use crate::redact::Redactor;
 use crate::transport::{Event, SendOutcome, Server};
 
@@ -33,6 +38,9 @@ pub struct Traffic {
     pub server_request_count: u64,
     /// Replies whose id matched nothing we were waiting for.
     pub unmatched_replies: u64,
+    /// Server requests left unanswered: the answer found no room in the server's stdin (it
+    /// does not read it), or the request's id was too long to echo or not an id at all.
+    pub answers_not_sent: u64,
     pub max_line: usize,
     pub messages: u64,
 }
@@ -63,24 +71,18 @@ pub enum NoReply {
     Oversize { bytes: usize },
     /// Its stdin is closed: nothing can be sent.
     StdinClosed,
+    /// The reply would build more than its parse budget allows (its length in bytes).
+    TooComplex { bytes: usize },
+    /// A reply carried the `id` key more than once: which request it answers is ambiguous.
+    DuplicateIdKey { keys: usize },
+    /// While a request was pending, an error reply came with `id: null`: the server could not
+    /// tell which request failed (often it could not parse ours), and no raw line of ours was
+    /// waiting for such an answer. Code and message as sent (the message cut to 1024 bytes).
+    ErrorWithNullId { code: Option<i64>, message: String },
 }
 
 /// How much of a noise line is read for redaction before it is cut for the record.
 const NOISE_SCAN_BYTES: usize = 64 * 1024;
-
-/// The envelope of a message: enough to route it without building its payload.
-#[derive(serde::Deserialize)]
-struct Envelope {
-    #[serde(default)]
-    method: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    id: Option<Value>,
-}
-
-/// Keeps `"id": null` apart from a missing id.
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    <Value as serde::Deserialize>::deserialize(d).map(Some)
-}
 
 /// At most `max` bytes of `text`, on a character boundary.
 fn cut(text: &str, max: usize) -> String {
@@ -100,6 +102,12 @@ pub struct Rpc {
     pub redactor: Redactor,
     /// The run's deadline: no wait goes past it, whatever its own timeout.
     pub deadline: Option<Instant>,
+    /// What one reply may build (see `json_budget`): `Budget::REPLY` unless a caller that
+    /// needs only a few short fields of a reply asks for less.
+    pub parse_budget: Budget,
+    /// Raw lines sent (`send_raw`) whose error reply, with `id: null` when the line could not
+    /// be parsed, may still come: each such reply is theirs, not a failure of a request.
+    raw_unanswered: u64,
 }
 
 impl Rpc {
@@ -110,6 +118,8 @@ impl Rpc {
             traffic: Traffic::default(),
             redactor: Redactor::default(),
             deadline: None,
+            parse_budget: Budget::REPLY,
+            raw_unanswered: 0,
         }
     }
 
@@ -131,6 +141,7 @@ impl Rpc {
     pub fn send_raw(&mut self, bytes: &[u8]) -> bool {
         let mut line = bytes.to_vec();
         line.push(b'\n');
+        self.raw_unanswered += 1;
         self.server.send(line, Instant::now() + WRITE_WAIT) == SendOutcome::Sent
     }
 
@@ -186,8 +197,10 @@ impl Rpc {
     }
 
     /// Waits for the reply carrying `id`, handling everything else that arrives meanwhile.
+    /// Being a pending request, an error reply with `id: null` or a reply with a repeated
+    /// `id` key ends the wait at once.
     pub fn wait_for(&mut self, id: &Value, timeout: Duration) -> Result<Reply, NoReply> {
-        self.wait_reply(&|got: Option<&Value>| got == Some(id), timeout)
+        self.wait_inner(&|got: Option<&Value>| got == Some(id), timeout, true)
     }
 
     /// Waits for a reply whose id (`None` when it has none) `accept` takes.
@@ -195,6 +208,15 @@ impl Rpc {
         &mut self,
         accept: &dyn Fn(Option<&Value>) -> bool,
         timeout: Duration,
+    ) -> Result<Reply, NoReply> {
+        self.wait_inner(accept, timeout, false)
+    }
+
+    fn wait_inner(
+        &mut self,
+        accept: &dyn Fn(Option<&Value>) -> bool,
+        timeout: Duration,
+        pending: bool,
     ) -> Result<Reply, NoReply> {
         let start = Instant::now();
         let mut deadline = start + timeout;
@@ -238,17 +260,23 @@ impl Rpc {
                 }
                 Event::Stdout(Frame::Oversize(bytes)) => return Err(NoReply::Oversize { bytes }),
                 Event::Stdout(Frame::Line(line)) => {
-                    if let Some(reply) = self.on_line(&line, accept) {
-                        return Ok(reply);
+                    if let Some(reply) = self.on_line(&line, accept, pending) {
+                        return reply;
                     }
                 }
             }
         }
     }
 
-    /// Handles one stdout line; returns the reply if it is the one awaited. Only the awaited
-    /// reply is parsed in full: other lines cost no more memory than their envelope.
-    fn on_line(&mut self, line: &[u8], accept: &dyn Fn(Option<&Value>) -> bool) -> Option<Reply> {
+    /// Handles one stdout line; returns the reply if it is the one awaited (or why the
+    /// awaited reply cannot be had). Only that reply is parsed in full, under `parse_budget`:
+    /// other lines cost no more memory than their envelope.
+    fn on_line(
+        &mut self,
+        line: &[u8],
+        accept: &dyn Fn(Option<&Value>) -> bool,
+        pending: bool,
+    ) -> Option<Result<Reply, NoReply>> {
         self.traffic.max_line = self.traffic.max_line.max(line.len());
         let decoded = framing::decode(line);
         if decoded.crlf {
@@ -274,54 +302,112 @@ impl Rpc {
             self.traffic.unmatched_replies += 1;
             return None;
         };
-        match (env.method, env.id) {
-            (Some(Value::String(method)), Some(id)) if !id.is_null() => {
-                self.answer_server_request(&method, id);
+        match (&env.method, env.id()) {
+            (Some(Method::Name(method)), Some(id)) if *id != Id::Value(Value::Null) => {
+                let method = method.clone();
+                self.answer_server_request(&method, id.clone());
                 None
             }
             (Some(method), _) => {
                 self.traffic.notification_count += 1;
                 if self.traffic.notifications.len() < NAMES_KEEP {
                     // Redact before the cut, so no part of a secret survives it.
-                    let name = method.as_str().map_or_else(
-                        || "(not a string)".to_string(),
-                        |m| cut(&self.redactor.text(m), 128),
-                    );
+                    let name = match method {
+                        Method::Name(m) => cut(&self.redactor.text(m), 128),
+                        Method::NotString => "(not a string)".to_string(),
+                    };
                     self.traffic.notifications.push(name);
                 }
                 None
             }
-            (None, id) if accept(id.as_ref()) => match serde_json::from_slice::<Map<String, Value>>(body) {
-                Ok(mut msg) => {
-                    // Redacted whole as it arrives (strings and keys), before anything reads,
-                    // cuts or records a part of it.
-                    self.redactor.map(&mut msg);
-                    Some(classify_reply(msg))
-                }
-                Err(_) => Some(Reply::Malformed(Map::new())),
-            },
-            (None, _) => {
-                self.traffic.unmatched_replies += 1;
-                None
-            }
+            (None, _) => self.on_reply(body, &env, accept, pending),
         }
     }
 
-    fn answer_server_request(&mut self, method: &str, id: Value) {
-        let (reply, mut how) = if method == "ping" {
-            (json!({"jsonrpc": "2.0", "id": id, "result": {}}), "{}")
+    /// A message without a method: the awaited reply, an unmatchable one, or another's.
+    fn on_reply(
+        &mut self,
+        body: &[u8],
+        env: &Envelope,
+        accept: &dyn Fn(Option<&Value>) -> bool,
+        pending: bool,
+    ) -> Option<Result<Reply, NoReply>> {
+        let accepted = if env.ids.is_empty() {
+            accept(None)
         } else {
-            let error = json!({"code": -32601, "message": "mcp-witness does not handle this request"});
-            (json!({"jsonrpc": "2.0", "id": id, "error": error}), "-32601")
+            env.ids
+                .iter()
+                .any(|id| matches!(id, Id::Value(v) if accept(Some(v))))
         };
-        // Never wait to answer: a server that floods requests without reading its stdin
-        // gets its answers dropped, not our probe hung.
-        let mut line = serde_json::to_vec(&reply).expect("serializing a Value cannot fail");
-        line.push(b'\n');
-        if self.server.send(line, Instant::now()) != SendOutcome::Sent {
-            how = "dropped";
+        if env.id_keys > 1 && (accepted || pending) {
+            return Some(Err(NoReply::DuplicateIdKey { keys: env.id_keys }));
         }
+        let null_error = env.has_error && env.id() == Some(&Id::Value(Value::Null));
+        // An error with id null answers one of our raw lines, if any may still be answered.
+        let ours = null_error && self.raw_unanswered > 0;
+        if ours {
+            self.raw_unanswered -= 1;
+        }
+        if !accepted {
+            if pending && null_error && !ours {
+                let (code, message) = match json_budget::parse_object(body, Budget::REPLY) {
+                    Ok(msg) => {
+                        let err = msg.get("error");
+                        let code = err.and_then(|e| e.get("code")).and_then(Value::as_i64);
+                        let message = err
+                            .and_then(|e| e.get("message"))
+                            .and_then(Value::as_str)
+                            .map_or_else(String::new, |m| cut(&self.redactor.text(m), 1024));
+                        (code, message)
+                    }
+                    Err(_) => (None, String::new()),
+                };
+                return Some(Err(NoReply::ErrorWithNullId { code, message }));
+            }
+            self.traffic.unmatched_replies += 1;
+            return None;
+        }
+        Some(match json_budget::parse_object(body, self.parse_budget) {
+            Ok(mut msg) => {
+                // Redacted whole as it arrives (strings and keys), before anything reads, cuts
+                // or records a part of it.
+                self.redactor.map(&mut msg);
+                Ok(classify_reply(msg))
+            }
+            Err(ParseError::TooComplex) => Err(NoReply::TooComplex { bytes: body.len() }),
+            Err(ParseError::Invalid) => Ok(Reply::Malformed(Map::new())),
+        })
+    }
+
+    fn answer_server_request(&mut self, method: &str, id: Id) {
         self.traffic.server_request_count += 1;
+        let how = match id {
+            // Never echo an id too long to be one (a server could make us queue its bytes),
+            // nor something that is not an id.
+            Id::TooLong(_) | Id::Invalid => "not_answered",
+            Id::Value(id) => {
+                let reply = if method == "ping" {
+                    json!({"jsonrpc": "2.0", "id": id, "result": {}})
+                } else {
+                    let error =
+                        json!({"code": -32601, "message": "mcp-witness does not handle this request"});
+                    json!({"jsonrpc": "2.0", "id": id, "error": error})
+                };
+                let mut line = serde_json::to_vec(&reply).expect("serializing a Value cannot fail");
+                line.push(b'\n');
+                // Never wait to answer: a server that floods requests without reading its
+                // stdin gets its answers dropped (the transport bounds the bytes queued), not
+                // our probe hung.
+                match self.server.send(line, Instant::now()) {
+                    SendOutcome::Sent if method == "ping" => "{}",
+                    SendOutcome::Sent => "-32601",
+                    _ => "dropped",
+                }
+            }
+        };
+        if matches!(how, "not_answered" | "dropped") {
+            self.traffic.answers_not_sent += 1;
+        }
         if self.traffic.server_requests.len() < NAMES_KEEP {
             let method = self.redactor.text(method);
             self.traffic.server_requests.push((cut(&method, 128), how));
@@ -329,21 +415,66 @@ impl Rpc {
     }
 }
 
-fn classify_reply(msg: Map<String, Value>) -> Reply {
-    if let Some(err) = msg.get("error") {
+fn classify_reply(mut msg: Map<String, Value>) -> Reply {
+    if let Some(err) = msg.get_mut("error") {
         let code = err.get("code").and_then(Value::as_i64);
-        let message = err.get("message").and_then(Value::as_str);
+        let message = err.get("message").and_then(Value::as_str).map(str::to_string);
         return match (code, message) {
             (Some(code), Some(message)) => Reply::Error {
                 code,
-                message: message.to_string(),
-                data: err.get("data").cloned(),
+                message,
+                data: err.get_mut("data").map(Value::take),
             },
             _ => Reply::Malformed(msg),
         };
     }
-    match msg.get("result") {
-        Some(result) => Reply::Result(result.clone()),
+    match msg.remove("result") {
+        Some(result) => Reply::Result(result),
         None => Reply::Malformed(msg),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::{Grace, SpawnSpec};
+
+    /// A server in sh: answers its first line with an error whose id is null, its second
+    /// with a result for id 1.
+    fn null_then_result() -> Rpc {
+        let script = r#"read l; echo '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad line"}}'; read l; echo '{"jsonrpc":"2.0","id":1,"result":{}}'; cat >/dev/null"#;
+        let spec = SpawnSpec {
+            program: "/bin/sh".into(),
+            argv0: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![],
+            cwd: None,
+            max_line: 1 << 20,
+        };
+        Rpc::new(Server::spawn(&spec).unwrap())
+    }
+
+    #[test]
+    fn an_error_with_a_null_id_fails_the_pending_request_at_once() {
+        let mut rpc = null_then_result();
+        let reply = rpc.request("ping", None, Duration::from_secs(10));
+        assert_eq!(
+            reply,
+            Err(NoReply::ErrorWithNullId {
+                code: Some(-32700),
+                message: "bad line".into()
+            })
+        );
+        rpc.server.teardown(Grace::default());
+    }
+
+    #[test]
+    fn an_error_with_a_null_id_after_a_raw_line_of_ours_answers_that_line() {
+        let mut rpc = null_then_result();
+        assert!(rpc.send_raw(b"not json"));
+        let reply = rpc.request("ping", None, Duration::from_secs(10));
+        assert_eq!(reply, Ok(Reply::Result(json!({}))));
+        assert_eq!(rpc.traffic.unmatched_replies, 1);
+        rpc.server.teardown(Grace::default());
     }
 }

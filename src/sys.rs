@@ -248,6 +248,27 @@ pub fn cmdline(pid: u32, max_args: usize, max_chars: usize) -> Vec<String> {
         .collect()
 }
 
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+unsafe extern "C" {
+    /// glibc's `mallopt(3)`.
+    fn mallopt(param: i32, value: i32) -> i32;
+}
+
+/// Makes every allocation of 128 KiB or more a mapping of its own, returned to the system
+/// when freed. glibc otherwise raises this threshold to the largest block freed so far (up
+/// to 32 MiB), after which the line buffers a server's big lines need are carved from heaps
+/// that are never given back: peak memory then grows with the number of big lines seen, not
+/// with the one being handled. A no-op where the C library is not glibc.
+pub fn fix_mmap_threshold() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        const M_MMAP_THRESHOLD: i32 = -3;
+        // SAFETY: `mallopt` takes two integers and only changes the allocator's tuning; it is
+        // called before any other thread exists, and a failure (0) leaves the default.
+        let _ = unsafe { mallopt(M_MMAP_THRESHOLD, 128 * 1024) };
+    }
+}
+
 /// Sends `sig` to every process in group `pgid`. `sig == 0` only asks whether any exists.
 pub fn signal_group(pgid: u32, sig: i32) -> io::Result<()> {
     let pgid = i32::try_from(pgid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;

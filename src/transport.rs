@@ -7,9 +7,9 @@ use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::descendants::{self, Escapee, Tracker};
@@ -18,7 +18,13 @@ use crate::sys;
 
 /// Events are buffered this many deep; a flooding server then waits on its pipe.
 const EVENT_DEPTH: usize = 16;
+/// Bytes of messages queued for the server's stdin and not yet written: past this a send
+/// waits for room (and an answer that may not wait is dropped). One larger message is let
+/// through alone. A server that never reads its stdin costs us at most this much.
+pub const STDIN_QUEUE_BYTES: usize = 1 << 20;
 const READ_CHUNK: usize = 64 * 1024;
+/// How far the stdout reader may run ahead of lines not yet done with (see `LineCredit`).
+pub const READ_AHEAD: usize = 1 << 20;
 /// stderr bytes kept from the start and from the end.
 pub const STDERR_HEAD: usize = 4 * 1024;
 pub const STDERR_TAIL: usize = 8 * 1024;
@@ -130,6 +136,12 @@ pub struct Server {
     pub started: Instant,
     events: Receiver<Event>,
     stdin: Option<SyncSender<Vec<u8>>>,
+    /// Bytes handed to the writer thread and not yet written.
+    stdin_queued: Arc<AtomicUsize>,
+    /// Bytes of stdout lines between the reader and us (see `LineCredit`).
+    credit: Arc<LineCredit>,
+    /// Bytes of the line last handed out: the caller is done with it at the next call.
+    held: usize,
     pub stderr: Arc<Mutex<StderrLog>>,
     stdout_bytes: Arc<AtomicU64>,
     /// Milliseconds from start to the first stdout byte, +1 (0 = none yet).
@@ -191,23 +203,28 @@ impl Server {
         let first_stdout = Arc::new(AtomicU64::new(0));
         let stderr = Arc::new(Mutex::new(StderrLog::default()));
 
+        let credit = Arc::new(LineCredit::default());
         spawn_stdout_reader(
             stdout,
             tx.clone(),
             spec.max_line,
             started,
-            &stdout_bytes,
-            &first_stdout,
+            (&stdout_bytes, &first_stdout),
+            &credit,
         );
         spawn_stderr_reader(stderr_pipe, Arc::clone(&stderr));
         spawn_waiter(child, pid, tx);
-        let stdin = spawn_writer(stdin);
+        let stdin_queued = Arc::new(AtomicUsize::new(0));
+        let stdin = spawn_writer(stdin, &stdin_queued);
 
         Ok(Server {
             pid,
             started,
             events,
             stdin: Some(stdin),
+            stdin_queued,
+            credit,
+            held: 0,
             stderr,
             stdout_bytes,
             first_stdout,
@@ -217,23 +234,41 @@ impl Server {
         })
     }
 
-    /// Queues bytes for the server's stdin, waiting for room until `deadline` at most.
+    /// Queues bytes for the server's stdin, waiting for room until `deadline` at most. Room
+    /// means fewer than `STDIN_QUEUE_BYTES` queued with these bytes (or nothing queued).
     pub fn send(&self, bytes: Vec<u8>, deadline: Instant) -> SendOutcome {
         let Some(stdin) = &self.stdin else {
             return SendOutcome::Closed;
         };
+        let len = bytes.len();
         let mut bytes = bytes;
         loop {
-            match stdin.try_send(bytes) {
-                Ok(()) => return SendOutcome::Sent,
-                Err(mpsc::TrySendError::Disconnected(_)) => return SendOutcome::Closed,
-                Err(mpsc::TrySendError::Full(b)) if Instant::now() < deadline => {
-                    bytes = b;
-                    std::thread::sleep(Duration::from_millis(1));
+            let queued = self.stdin_queued.load(Ordering::Acquire);
+            if queued == 0 || queued.saturating_add(len) <= STDIN_QUEUE_BYTES {
+                // Counted before it is handed over, so the writer never subtracts first.
+                self.stdin_queued.fetch_add(len, Ordering::AcqRel);
+                match stdin.try_send(bytes) {
+                    Ok(()) => return SendOutcome::Sent,
+                    Err(mpsc::TrySendError::Disconnected(_)) => {
+                        unqueue(&self.stdin_queued, len);
+                        return SendOutcome::Closed;
+                    }
+                    Err(mpsc::TrySendError::Full(b)) => {
+                        unqueue(&self.stdin_queued, len);
+                        bytes = b;
+                    }
                 }
-                Err(mpsc::TrySendError::Full(_)) => return SendOutcome::Full,
             }
+            if Instant::now() >= deadline {
+                return SendOutcome::Full;
+            }
+            std::thread::sleep(Duration::from_millis(1));
         }
+    }
+
+    /// Bytes queued for the server's stdin and not yet written.
+    pub fn stdin_queued(&self) -> usize {
+        self.stdin_queued.load(Ordering::Acquire)
     }
 
     /// Closes the server's stdin (once queued writes are done).
@@ -241,8 +276,10 @@ impl Server {
         self.stdin = None;
     }
 
-    /// The next event, or `None` when `deadline` passes first.
+    /// The next event, or `None` when `deadline` passes first. The line handed out by the
+    /// previous call is taken as done with: its bytes no longer hold the reader back.
     pub fn next_event(&mut self, deadline: Instant) -> Option<Event> {
+        self.credit.release(std::mem::take(&mut self.held));
         // Checked first, so a flood of queued lines cannot stretch a wait past its deadline.
         if Instant::now() >= deadline {
             return None;
@@ -253,7 +290,8 @@ impl Server {
                 match &ev {
                     Event::Exited(s) => self.exit = Some(*s),
                     Event::StdoutClosed => self.stdout_closed = true,
-                    Event::Stdout(_) => {}
+                    Event::Stdout(Frame::Line(line)) => self.held = line.len(),
+                    Event::Stdout(Frame::Oversize(_)) => {}
                 }
                 Some(ev)
             }
@@ -387,21 +425,94 @@ fn wait_group_gone(pgid: u32, deadline: Instant) -> bool {
     }
 }
 
+/// Bytes of stdout lines read but not yet done with: queued in the channel, or the one the
+/// consumer holds. While any are, the reader reads on only until these and the line it is
+/// building reach `READ_AHEAD`, so a server's lines cost one line (at most `--max-line`) plus
+/// `READ_AHEAD` at a time, however fast it writes.
+#[derive(Default)]
+struct LineCredit {
+    state: Mutex<CreditState>,
+    freed: Condvar,
+}
+
+#[derive(Default)]
+struct CreditState {
+    in_flight: usize,
+    /// The consumer is gone: nothing will be freed again.
+    closed: bool,
+}
+
+impl LineCredit {
+    fn take(&self, bytes: usize) {
+        if let Ok(mut s) = self.state.lock() {
+            s.in_flight += bytes;
+        }
+    }
+
+    fn release(&self, bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        if let Ok(mut s) = self.state.lock() {
+            s.in_flight = s.in_flight.saturating_sub(bytes);
+        }
+        self.freed.notify_all();
+    }
+
+    fn close(&self) {
+        if let Ok(mut s) = self.state.lock() {
+            s.closed = true;
+        }
+        self.freed.notify_all();
+    }
+
+    /// Waits until `building` more bytes fit beside those in flight under `max` (or none are
+    /// in flight). False when the consumer is gone.
+    fn wait_room(&self, building: usize, max: usize) -> bool {
+        let Ok(mut s) = self.state.lock() else {
+            return false;
+        };
+        loop {
+            if s.closed {
+                return false;
+            }
+            if s.in_flight == 0 || s.in_flight + building <= max {
+                return true;
+            }
+            // The consumer frees at its next read; the timeout only re-checks `closed`.
+            match self.freed.wait_timeout(s, Duration::from_millis(100)) {
+                Ok((guard, _)) => s = guard,
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.credit.close();
+    }
+}
+
 fn spawn_stdout_reader(
     mut stdout: impl Read + Send + 'static,
     tx: SyncSender<Event>,
     max_line: usize,
     started: Instant,
-    bytes: &Arc<AtomicU64>,
-    first: &Arc<AtomicU64>,
+    (bytes, first): (&Arc<AtomicU64>, &Arc<AtomicU64>),
+    credit: &Arc<LineCredit>,
 ) {
     let bytes = Arc::clone(bytes);
     let first = Arc::clone(first);
+    let credit = Arc::clone(credit);
     std::thread::spawn(move || {
         let mut splitter = Splitter::new(max_line);
         let mut buf = vec![0u8; READ_CHUNK];
         let mut open = true;
         loop {
+            if !credit.wait_room(splitter.pending() + READ_CHUNK, READ_AHEAD) {
+                return;
+            }
             let n = match stdout.read(&mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
@@ -410,6 +521,9 @@ fn spawn_stdout_reader(
                 first.store(started.elapsed().as_millis() as u64 + 1, Ordering::Relaxed);
             }
             splitter.push(&buf[..n], &mut |f| {
+                if let Frame::Line(line) = &f {
+                    credit.take(line.len());
+                }
                 open = open && tx.send(Event::Stdout(f)).is_ok();
             });
             if !open {
@@ -451,14 +565,28 @@ fn spawn_waiter(mut child: Child, pid: u32, tx: SyncSender<Event>) {
     });
 }
 
-fn spawn_writer(mut stdin: ChildStdin) -> SyncSender<Vec<u8>> {
+/// Takes `len` bytes off a queue count, never below zero.
+fn unqueue(queued: &AtomicUsize, len: usize) {
+    let _ = queued.fetch_update(Ordering::AcqRel, Ordering::Acquire, |q| {
+        Some(q.saturating_sub(len))
+    });
+}
+
+fn spawn_writer(mut stdin: ChildStdin, queued: &Arc<AtomicUsize>) -> SyncSender<Vec<u8>> {
     let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(EVENT_DEPTH);
+    let queued = Arc::clone(queued);
     std::thread::spawn(move || {
-        for bytes in rx {
-            if stdin.write_all(&bytes).and_then(|()| stdin.flush()).is_err() {
+        for bytes in &rx {
+            let written = stdin.write_all(&bytes).and_then(|()| stdin.flush());
+            unqueue(&queued, bytes.len());
+            drop(bytes);
+            if written.is_err() {
                 break;
             }
         }
+        // What was still queued is dropped with the channel: nothing is queued any more.
+        drop(rx);
+        queued.store(0, Ordering::Release);
         // Dropping stdin closes the pipe: the server sees end of file.
     });
     tx
@@ -509,6 +637,39 @@ mod tests {
         assert_eq!(t.ended_by, "sigterm");
         assert_eq!(t.exit, Some(ExitInfo::Signal(sys::SIGTERM)));
         assert!(t.survivors.is_empty(), "{t:?}");
+    }
+
+    #[test]
+    fn a_server_that_never_reads_gets_at_most_the_stdin_queue_bound_queued() {
+        let server = Server::spawn(&sh("sleep 300")).unwrap();
+        let message = vec![b'x'; 100 * 1024];
+        let mut sent = 0;
+        // The pipe takes 64 KiB, the queue 1 MiB: within a few dozen sends room runs out.
+        for _ in 0..64 {
+            match server.send(message.clone(), Instant::now()) {
+                SendOutcome::Sent => sent += 1,
+                other => {
+                    assert_eq!(other, SendOutcome::Full);
+                    break;
+                }
+            }
+        }
+        assert!(sent < 64, "every send found room");
+        assert!(
+            server.stdin_queued() <= STDIN_QUEUE_BYTES,
+            "{}",
+            server.stdin_queued()
+        );
+        // One message larger than the bound still goes when nothing else is queued.
+        let big = Server::spawn(&sh("sleep 300")).unwrap();
+        let line = vec![b'y'; 2 * STDIN_QUEUE_BYTES];
+        assert_eq!(big.send(line, Instant::now()), SendOutcome::Sent);
+        let grace = Grace {
+            eof: Duration::from_millis(50),
+            term: Duration::from_secs(2),
+        };
+        assert!(server.teardown(grace).survivors.is_empty());
+        assert!(big.teardown(grace).survivors.is_empty());
     }
 
     #[test]

@@ -76,6 +76,17 @@
 //!   back every client request until both are answered and logs the answers
 //!   on stderr. It declares `tools.listChanged` and `logging` to match.
 //! - `exit-after-init`: answers `initialize`, then exits with code 3.
+//! - `zeros-init <BYTES>`: the `initialize` result carries a "padding" array
+//!   of zeros (`[0,0,…]`) making the reply at least BYTES bytes long.
+//! - `invalid-tools-flood <TOOL_BYTES>`: `tools/list` has 8 pages of about
+//!   5 MiB each (cursors "flood-2" to "flood-8"), every tool a name padded
+//!   with a description to about TOOL_BYTES bytes and no `inputSchema`.
+//! - `ping-flood <ID_BYTES>`: on `initialize` it first sends 24 `ping`
+//!   requests whose string ids are ID_BYTES long, then its reply, then never
+//!   reads stdin again (it sleeps until a signal ends it).
+//! - `duplicate-id`: every reply carries the `id` key twice (same value).
+//! - `null-id-error`: answers `initialize` with an error whose id is null
+//!   (-32700 "Parse error: could not read the request"), and nothing else.
 //! - `huge-line <BYTES>`: the `initialize` reply is padded (a "padding"
 //!   string in `serverInfo`) to at least BYTES bytes.
 //! - `stderr-secret`: prints "using token $FIXTURE_TOKEN", "argv: ..." and a
@@ -172,6 +183,11 @@ enum Behaviour {
     Chatty,
     ExitAfterInit,
     HugeLine(usize),
+    ZerosInit(usize),
+    InvalidToolsFlood(usize),
+    PingFlood(usize),
+    DuplicateId,
+    NullIdError,
     StderrSecret,
     ToolError,
     CallSilent,
@@ -232,6 +248,8 @@ const SIMPLE_BEHAVIOURS: &[(&str, Behaviour)] = &[
     ("escape-daemon", EscapeDaemon),
     ("escape-stubborn", EscapeStubborn),
     ("daemonizer", Daemonizer),
+    ("duplicate-id", DuplicateId),
+    ("null-id-error", NullIdError),
 ];
 
 impl Behaviour {
@@ -245,6 +263,13 @@ impl Behaviour {
             "busy-start" => Ok(BusyStart(number("MS")?)),
             "huge-line" => Ok(HugeLine(usize::try_from(number("BYTES")?).unwrap_or(usize::MAX))),
             "lingerer" => escapes::Leave::parse(arg).map(Lingerer),
+            "zeros-init" => Ok(ZerosInit(usize::try_from(number("BYTES")?).unwrap_or(usize::MAX))),
+            "invalid-tools-flood" => Ok(InvalidToolsFlood(
+                usize::try_from(number("TOOL_BYTES")?).unwrap_or(usize::MAX),
+            )),
+            "ping-flood" => Ok(PingFlood(
+                usize::try_from(number("ID_BYTES")?).unwrap_or(usize::MAX),
+            )),
             _ => SIMPLE_BEHAVIOURS
                 .iter()
                 .find(|(n, _)| *n == name)
@@ -257,7 +282,8 @@ impl Behaviour {
 fn usage() -> String {
     let names: Vec<&str> = SIMPLE_BEHAVIOURS.iter().map(|(n, _)| *n).collect();
     format!(
-        "usage: {SERVER_NAME} <BEHAVIOUR> [ARG]\nbehaviours: {}, slow-start <MS>, busy-start <MS>, huge-line <BYTES>",
+        "usage: {SERVER_NAME} <BEHAVIOUR> [ARG]\nbehaviours: {}, slow-start <MS>, busy-start <MS>, huge-line <BYTES>, zeros-init <BYTES>, \
+         invalid-tools-flood <TOOL_BYTES>, ping-flood <ID_BYTES>",
         names.join(", ")
     )
 }
@@ -502,6 +528,17 @@ struct Output {
 }
 
 impl Output {
+    /// Writes one line of prepared JSON text.
+    fn send_raw(&mut self, text: &str) -> io::Result<()> {
+        if !self.open {
+            return Ok(());
+        }
+        let mut out = io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        out.write_all(self.eol.as_bytes())?;
+        out.flush()
+    }
+
     fn send(&mut self, message: &Value) -> io::Result<()> {
         if !self.open {
             return Ok(());
@@ -656,6 +693,9 @@ impl Server {
             error.data = Some(json!({"supported": ["2099-01-01"], "requested": meta(params, META_VERSION)}));
             return self.out.send(&error.to_message(&id));
         }
+        if let Some(written) = floods::reply(self.behaviour, &id, method, params) {
+            return written;
+        }
         let modern =
             self.behaviour == Modern && (method == "server/discover" || meta(params, META_VERSION).is_some());
         let reply = if modern {
@@ -667,6 +707,11 @@ impl Server {
             Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
             Err(error) => error.to_message(&id),
         };
+        if self.behaviour == DuplicateId {
+            return self
+                .out
+                .send_raw(&floods::with_key(&message.to_string(), "id", &id.to_string()));
+        }
         if self.behaviour == WrongId {
             let mut decoy = message.clone();
             decoy["id"] = if id == json!(9999) {
@@ -834,6 +879,124 @@ impl Server {
             Ok(text) => json!({"content": [{"type": "text", "text": text}]}),
             Err(text) => json!({"content": [{"type": "text", "text": text}], "isError": true}),
         })
+    }
+}
+
+/// Replies too large or too odd to build as a `Value`: streamed to stdout as text in small
+/// pieces, so the fixture itself stays small (a memory measurement of the client that reaps
+/// it also covers it) while the client gets the full weight.
+mod floods {
+    use super::{Behaviour, LATEST_LEGACY, SERVER_NAME, SERVER_VERSION};
+    use serde_json::{Value, json};
+    use std::io::{self, BufWriter, Write};
+
+    const FLOOD_PAGES: usize = 8;
+    const FLOOD_PAGE_BYTES: usize = 5 << 20;
+    const PINGS: usize = 24;
+
+    /// `object` (a JSON object's text) with one more member `key: raw` at its end.
+    pub fn with_key(object: &str, key: &str, raw: &str) -> String {
+        let (head, tail) = open_object(object, key);
+        format!("{head}{raw}{tail}")
+    }
+
+    /// The text of `object` up to where member `key`'s value goes, and what follows it.
+    fn open_object(object: &str, key: &str) -> (String, &'static str) {
+        let body = object.strip_suffix('}').unwrap_or(object);
+        let comma = if body.trim_end().ends_with('{') { "" } else { "," };
+        (format!("{body}{comma}\"{key}\":"), "}")
+    }
+
+    /// `count` copies of `piece` written without holding them all.
+    fn repeat(out: &mut impl Write, piece: &[u8], count: usize) -> io::Result<()> {
+        let block = piece.repeat((64 * 1024 / piece.len().max(1)).max(1));
+        let per_block = block.len() / piece.len().max(1);
+        let mut left = count;
+        while left > 0 {
+            let n = left.min(per_block);
+            out.write_all(&block[..n * piece.len()])?;
+            left -= n;
+        }
+        Ok(())
+    }
+
+    /// Writes the hostile reply of `behaviour` to `method`, when it has one.
+    pub fn reply(behaviour: Behaviour, id: &Value, method: &str, params: &Value) -> Option<io::Result<()>> {
+        let envelope = json!({"jsonrpc": "2.0", "id": id}).to_string();
+        let init = json!({
+            "protocolVersion": LATEST_LEGACY,
+            "capabilities": {"tools": {"listChanged": false}},
+            "serverInfo": {"name": SERVER_NAME, "version": SERVER_VERSION},
+        })
+        .to_string();
+        let mut out = BufWriter::with_capacity(64 * 1024, io::stdout().lock());
+        let written = match (behaviour, method) {
+            (Behaviour::ZerosInit(bytes), "initialize") => (|| {
+                let (head, _) = open_object(&envelope, "result");
+                let (init_head, _) = open_object(&init, "padding");
+                write!(out, "{head}{init_head}[0")?;
+                repeat(&mut out, b",0", bytes / 2)?;
+                writeln!(out, "]}}}}")
+            })(),
+            (Behaviour::InvalidToolsFlood(tool_bytes), "tools/list") => {
+                let page: usize = match params.get("cursor").and_then(Value::as_str) {
+                    None => 1,
+                    Some(c) => c.strip_prefix("flood-").and_then(|n| n.parse().ok())?,
+                };
+                (|| {
+                    let (head, _) = open_object(&envelope, "result");
+                    write!(out, "{head}{{\"tools\":[")?;
+                    let pad = "x".repeat(tool_bytes.saturating_sub(40));
+                    let mut sent = 0;
+                    let mut n = 0usize;
+                    while sent < FLOOD_PAGE_BYTES {
+                        let tool = if pad.is_empty() {
+                            format!("{{\"name\":\"bad-{page}-{n}\"}}")
+                        } else {
+                            format!("{{\"name\":\"bad-{page}-{n}\",\"description\":\"{pad}\"}}")
+                        };
+                        let comma = if n > 0 { "," } else { "" };
+                        write!(out, "{comma}{tool}")?;
+                        sent += tool.len() + 1;
+                        n += 1;
+                    }
+                    write!(out, "]")?;
+                    if page < FLOOD_PAGES {
+                        write!(out, ",\"nextCursor\":\"flood-{}\"", page + 1)?;
+                    }
+                    writeln!(out, "}}}}")
+                })()
+            }
+            (Behaviour::PingFlood(id_bytes), "initialize") => {
+                let pings = (|| {
+                    for i in 0..PINGS {
+                        write!(out, "{{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":\"{i}-")?;
+                        repeat(&mut out, b"p", id_bytes)?;
+                        writeln!(out, "\"}}")?;
+                    }
+                    writeln!(out, "{}", with_key(&envelope, "result", &init))?;
+                    out.flush()
+                })();
+                if pings.is_err() {
+                    return Some(pings);
+                }
+                // Never read stdin again: answers to the pings pile up on our side, or not.
+                loop {
+                    std::thread::sleep(std::time::Duration::from_secs(3600));
+                }
+            }
+            (Behaviour::NullIdError, "initialize") => writeln!(
+                out,
+                "{}",
+                json!({
+                    "jsonrpc": "2.0",
+                    "id": null,
+                    "error": {"code": -32700, "message": "Parse error: could not read the request"},
+                })
+            ),
+            _ => return None,
+        };
+        Some(written.and_then(|()| out.flush()))
     }
 }
 

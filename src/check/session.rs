@@ -24,15 +24,30 @@ pub struct Listing {
     pub declared: bool,
     /// The list was requested.
     pub fetched: bool,
+    /// The items kept for the checks: at most `ITEMS_KEEP` of them and `ITEMS_KEEP_COST`
+    /// of estimated structure, in reply order.
     pub items: Vec<Value>,
+    /// Items seen across every page (kept or not).
+    pub items_seen: u64,
+    /// Items or names were left out to stay within the bounds.
+    pub cut: bool,
+    /// Estimated structure of `items`.
+    kept_cost: usize,
     pub pages: u64,
-    /// Names (or URIs) per page, in order.
+    /// Names (or URIs) per page, in order: at most `NAMES_KEEP` in all.
     pub page_names: Vec<Vec<String>>,
     pub repeated_cursor: Option<String>,
     pub empty_cursor: bool,
     /// An error reply, a wrong shape, or no reply: what stopped the walk.
     pub problem: Option<String>,
 }
+
+/// Items of one list kept for the checks, however many the server lists.
+const ITEMS_KEEP: usize = 10_000;
+/// Estimated structure of the items kept (see `json_budget::cost`).
+const ITEMS_KEEP_COST: usize = 16 << 20;
+/// Names kept across the pages of one list (for the duplicate check).
+const NAMES_KEEP: usize = 20_000;
 
 /// What became of a raw line sent by `probe_line`.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,6 +70,9 @@ pub struct SideRun {
     pub silent: bool,
     /// The process exited before or right after replying.
     pub exited: Option<String>,
+    /// The reply could not be read within the side run's bounds (`SIDE_RUN_MAX_LINE`, a
+    /// small parse budget): why.
+    pub unreadable: Option<String>,
 }
 
 /// Error code of `UnsupportedProtocolVersionError` (2026-07-28).
@@ -85,6 +103,9 @@ type SideHandle = (
     std::sync::mpsc::Receiver<SideRun>,
     Option<JoinHandle<Option<Teardown>>>,
 );
+/// The longest line a version-negotiation process may send: it runs beside the main session,
+/// and only its reply's protocolVersion is read, so it never holds a big line at the same time.
+const SIDE_RUN_MAX_LINE: usize = 1 << 20;
 
 /// Shared state for the checks.
 pub struct Ctx<'o> {
@@ -463,7 +484,7 @@ impl<'o> Ctx<'o> {
         loop {
             let params = cursor.as_ref().map(|c| json!({"cursor": c}));
             let reply = self.request(method, params);
-            let page = match reply {
+            let mut page = match reply {
                 Ok(Reply::Result(r)) => r,
                 other => {
                     l.problem = Some(format!("{method} {}", describe(&other)));
@@ -471,19 +492,11 @@ impl<'o> Ctx<'o> {
                 }
             };
             l.pages += 1;
-            let Some(items) = page.get(key).and_then(Value::as_array) else {
+            let Some(Value::Array(items)) = page.get_mut(key).map(Value::take) else {
                 l.problem = Some(format!("the {method} result has no `{key}` array"));
                 return l;
             };
-            let name_key = if key == "resources" { "uri" } else { "name" };
-            l.page_names.push(
-                items
-                    .iter()
-                    .filter_map(|t| t.get(name_key).and_then(Value::as_str))
-                    .map(|n| truncate(n, 256))
-                    .collect(),
-            );
-            l.items.extend(items.iter().take(10_000).cloned());
+            keep_page(&mut l, items, if key == "resources" { "uri" } else { "name" });
             match page.get("nextCursor") {
                 None | Some(Value::Null) => return l,
                 Some(Value::String(next)) => {
@@ -812,8 +825,11 @@ fn side_run(
         error: None,
         silent: false,
         exited: None,
+        unreadable: None,
     };
-    let server = match Server::spawn(spec) {
+    let mut spec = spec.clone();
+    spec.max_line = spec.max_line.min(SIDE_RUN_MAX_LINE);
+    let server = match Server::spawn(&spec) {
         Ok(s) => s,
         Err(e) => {
             run.exited = Some(format!("could not start: {e}"));
@@ -823,6 +839,8 @@ fn side_run(
     };
     let mut rpc = Rpc::new(server);
     rpc.deadline = Some(deadline);
+    // Only protocolVersion and an error are read: a reply needs no more than this, text too.
+    rpc.parse_budget = crate::json_budget::Budget::small(1 << 20);
     let params = json!({
         "protocolVersion": version,
         "capabilities": {},
@@ -840,6 +858,14 @@ fn side_run(
         Ok(Reply::Error { code, message, .. }) => run.error = Some((code, truncate(&message, 200))),
         Ok(Reply::Malformed(_)) => run.error = Some((0, "a reply with neither result nor error".into())),
         Err(NoReply::Timeout { .. }) => run.silent = true,
+        Err(NoReply::Oversize { bytes }) => {
+            run.unreadable = Some(format!(
+                "its reply passed {SIDE_RUN_MAX_LINE} bytes ({bytes} seen)"
+            ))
+        }
+        Err(NoReply::TooComplex { bytes }) => {
+            run.unreadable = Some(format!("its reply ({bytes} bytes) held more than it needs to"))
+        }
         Err(_) => {}
     }
     // Did it stay up? Give an exit a moment to show.
@@ -886,6 +912,34 @@ enum Discovery {
     Failed(String),
 }
 
+/// Keeps what the bounds allow of one page: names for the duplicate check, items (moved,
+/// not copied) for the other checks.
+fn keep_page(l: &mut Listing, items: Vec<Value>, name_key: &str) {
+    let room = NAMES_KEEP.saturating_sub(l.page_names.iter().map(Vec::len).sum());
+    let mut names = Vec::new();
+    for n in items
+        .iter()
+        .filter_map(|t| t.get(name_key).and_then(Value::as_str))
+    {
+        if names.len() >= room {
+            l.cut = true;
+            break;
+        }
+        names.push(truncate(n, 256));
+    }
+    l.page_names.push(names);
+    for item in items {
+        l.items_seen += 1;
+        let cost = crate::json_budget::cost(&item);
+        if l.items.len() >= ITEMS_KEEP || l.kept_cost + cost > ITEMS_KEEP_COST {
+            l.cut = true;
+            continue;
+        }
+        l.kept_cost += cost;
+        l.items.push(item);
+    }
+}
+
 /// A reply in words, for reasons and messages.
 pub fn describe(reply: &Result<Reply, NoReply>) -> String {
     match reply {
@@ -899,5 +953,16 @@ pub fn describe(reply: &Result<Reply, NoReply>) -> String {
         Err(NoReply::StdoutClosed) => "got no reply: the server closed its stdout".into(),
         Err(NoReply::Oversize { bytes }) => format!("got a line longer than the bound ({bytes} bytes)"),
         Err(NoReply::StdinClosed) => "could not be sent: the server's stdin is closed".into(),
+        Err(NoReply::TooComplex { bytes }) => {
+            format!("got a reply too complex to hold ({bytes} bytes, past the parse budget)")
+        }
+        Err(NoReply::DuplicateIdKey { keys }) => {
+            format!("got a reply with the `id` key {keys} times (ambiguous)")
+        }
+        Err(NoReply::ErrorWithNullId { code, message }) => format!(
+            "got an error with id null ({}: {})",
+            code.map_or_else(|| "no code".to_string(), |c| c.to_string()),
+            truncate(message, 200)
+        ),
     }
 }

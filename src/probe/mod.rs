@@ -311,6 +311,24 @@ impl Run<'_> {
                 "stdin_closed",
                 format!("the server's stdin was closed; could not send {step}"),
             ),
+            NoReply::TooComplex { bytes } => self.fail(
+                "reply_too_complex",
+                format!(
+                    "the reply to {step} ({bytes} bytes) holds more values than one parse may build ({} MiB of structure); it was not kept",
+                    crate::json_budget::PARSE_BUDGET >> 20
+                ),
+            ),
+            NoReply::DuplicateIdKey { keys } => self.fail(
+                "duplicate_id_key",
+                format!("a reply while waiting for {step} has the `id` key {keys} times: which request it answers is ambiguous"),
+            ),
+            NoReply::ErrorWithNullId { code, message } => {
+                let code = code.map_or_else(|| "without a code".to_string(), |c| format!("{c}"));
+                self.fail(
+                    "error_with_null_id",
+                    format!("while waiting for {step} the server sent an error with id null: {code}: {message}"),
+                )
+            }
         }
     }
 
@@ -404,6 +422,7 @@ pub(crate) fn merge_traffic(mut a: crate::rpc::Traffic, b: crate::rpc::Traffic) 
     a.server_requests.extend(b.server_requests);
     a.server_requests.truncate(32);
     a.unmatched_replies += b.unmatched_replies;
+    a.answers_not_sent += b.answers_not_sent;
     a.max_line = a.max_line.max(b.max_line);
     a.messages += b.messages;
     a

@@ -134,7 +134,11 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
         "messages": {
             "count": tr.messages,
             "notifications": {"count": tr.notification_count, "methods": tr.notifications},
-            "server_requests": {"count": tr.server_request_count, "requests": server_requests},
+            "server_requests": {
+                "count": tr.server_request_count,
+                "unanswered": tr.answers_not_sent,
+                "requests": server_requests,
+            },
             "unmatched_replies": tr.unmatched_replies,
             "max_line_bytes": tr.max_line,
         },

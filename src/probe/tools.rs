@@ -12,6 +12,9 @@ use super::{MAX_PAGES, Run, Step};
 /// Names beyond this many (or this many bytes in all) are not recorded: a block stays bounded.
 const MAX_NAMES: usize = 10_000;
 const MAX_NAME_BYTES: usize = 4 << 20;
+/// Invalid tools described in the reason; beyond them only a count is kept, whatever the
+/// number of pages or tools.
+const PROBLEMS_KEEP: usize = 5;
 
 impl Run<'_> {
     /// Lists every page. `modern` carries the protocol version when requests need `_meta`.
@@ -25,7 +28,7 @@ impl Run<'_> {
         let mut cursors = HashSet::new();
         let mut cursor: Option<String> = None;
         let mut name_bytes = 0usize;
-        let mut problems = Vec::new();
+        let mut problems = Problems::default();
         let result = loop {
             let mut params = serde_json::Map::new();
             if let Some(c) = &cursor {
@@ -61,13 +64,15 @@ impl Run<'_> {
                         }
                     }
                     Some(_) => {}
-                    None => problems.push(format!("tool #{index} has no string name")),
+                    None => problems.push(|| format!("tool #{index} has no string name")),
                 }
                 if !tool.get("inputSchema").is_some_and(Value::is_object) {
-                    let label = name
-                        .map(|n| format!("`{}`", truncate(n, 64)))
-                        .unwrap_or_else(|| format!("#{index}"));
-                    problems.push(format!("tool {label} has no object inputSchema"));
+                    problems.push(|| {
+                        let label = name
+                            .map(|n| format!("`{}`", truncate(n, 64)))
+                            .unwrap_or_else(|| format!("#{index}"));
+                        format!("tool {label} has no object inputSchema")
+                    });
                 }
             }
             seen.count += tools.len() as u64;
@@ -113,14 +118,14 @@ impl Run<'_> {
         if tools.count == 0 {
             return Err(self.fail("no_tools", "tools/list returned an empty list"));
         }
-        if !problems.is_empty() {
-            let more = if problems.len() > 5 {
-                format!(" (and {} more)", problems.len() - 5)
+        if problems.count > 0 {
+            let kept = problems.kept.len() as u64;
+            let more = if problems.count > kept {
+                format!(" (and {} more)", problems.count - kept)
             } else {
                 String::new()
             };
-            problems.truncate(5);
-            return Err(self.fail("invalid_tool", format!("{}{more}", problems.join("; "))));
+            return Err(self.fail("invalid_tool", format!("{}{more}", problems.kept.join("; "))));
         }
         Ok(())
     }
@@ -130,5 +135,22 @@ impl Run<'_> {
             .tools
             .as_ref()
             .is_some_and(|t| t.names.iter().any(|n| n == tool))
+    }
+}
+
+/// Invalid tools: the first `PROBLEMS_KEEP` described, all counted.
+#[derive(Default)]
+struct Problems {
+    count: u64,
+    kept: Vec<String>,
+}
+
+impl Problems {
+    /// Counts one; describes it (the sentence built only then) while there is room.
+    fn push(&mut self, describe: impl FnOnce() -> String) {
+        self.count += 1;
+        if self.kept.len() < PROBLEMS_KEEP {
+            self.kept.push(describe());
+        }
     }
 }

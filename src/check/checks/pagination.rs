@@ -44,11 +44,7 @@ fn grade(listing: &Listing, what: &str) -> Outcome {
             "a page returned nextCursor \"\": some clients take it for the end, others loop",
         );
     }
-    Outcome::pass(format!(
-        "{} pages, {} entries",
-        listing.pages,
-        listing.items.len()
-    ))
+    Outcome::pass(format!("{} pages, {} entries", listing.pages, listing.items_seen))
 }
 
 pub fn tools(ctx: &mut Ctx<'_>) -> Outcome {

@@ -80,7 +80,12 @@ fn capability(ctx: &mut Ctx<'_>, cap: &str) -> Outcome {
     match &listing.problem {
         Some(p) if listing.pages == 0 => Outcome::fail(format!("`{cap}` is declared but {p}")),
         Some(p) => Outcome::fail(p.clone()),
-        None => Outcome::pass(format!("{cap}/list answered {} items", listing.items.len())),
+        None if listing.cut => Outcome::pass(format!(
+            "{cap}/list answered {} items (the checks read the first {}: more would not fit the bounds)",
+            listing.items_seen,
+            listing.items.len()
+        )),
+        None => Outcome::pass(format!("{cap}/list answered {} items", listing.items_seen)),
     }
 }
 
@@ -168,6 +173,9 @@ pub fn version_unknown(ctx: &mut Ctx<'_>) -> Outcome {
     let Some(run) = ctx.side_run("1999-01-01") else {
         return Outcome::skip("the fresh process did not run");
     };
+    if let Some(why) = &run.unreadable {
+        return Outcome::skip(format!("initialize with 1999-01-01 was not read: {why}"));
+    }
     match (&run.answered, &run.error) {
         (Some(v), _) if v == "1999-01-01" => {
             Outcome::fail("initialize with 1999-01-01 was echoed back as supported")
@@ -190,6 +198,9 @@ pub fn version_older(ctx: &mut Ctx<'_>) -> Outcome {
     let Some(run) = ctx.side_run("2024-11-05") else {
         return Outcome::skip("the fresh process did not run");
     };
+    if let Some(why) = &run.unreadable {
+        return Outcome::skip(format!("initialize with 2024-11-05 was not read: {why}"));
+    }
     if let Some(exit) = &run.exited {
         return Outcome::fail(format!(
             "initialize with 2024-11-05 took the server down: it {exit}"
