@@ -153,8 +153,7 @@ impl Redactor {
     pub fn json(&self, value: &mut serde_json::Value) {
         match value {
             serde_json::Value::String(s) => {
-                let masked = self.text(s);
-                if masked != *s {
+                if let std::borrow::Cow::Owned(masked) = self.text_cow(s) {
                     *s = masked;
                 }
             }
@@ -166,7 +165,9 @@ impl Redactor {
 
     /// [`Redactor::json`] for an object.
     pub fn map(&self, m: &mut serde_json::Map<String, serde_json::Value>) {
-        if m.keys().any(|k| self.text(k) != *k) {
+        if m.keys()
+            .any(|k| matches!(self.text_cow(k), std::borrow::Cow::Owned(_)))
+        {
             *m = std::mem::take(m)
                 .into_iter()
                 .map(|(k, v)| (self.text(&k), v))
@@ -177,13 +178,34 @@ impl Redactor {
 
     /// Any text (stderr, noise, a call preview) as it may be recorded.
     pub fn text(&self, text: &str) -> String {
-        let mut out = text.to_string();
+        self.text_cow(text).into_owned()
+    }
+
+    /// [`Redactor::text`] without a copy when nothing is masked: a server's 60 MiB string
+    /// costs one passing copy, never several held at once.
+    pub fn text_cow<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        use std::borrow::Cow;
+        let mut out = Cow::Borrowed(text);
         for lit in &self.literals {
             if out.contains(lit.as_str()) {
-                out = out.replace(lit.as_str(), MASK);
+                out = Cow::Owned(out.replace(lit.as_str(), MASK));
             }
         }
-        mask_token_shapes(&mask_headers(&mask_url_passwords(&out)))
+        // These two run only where their trigger (`://`, `:`) is present.
+        let stages: [(&str, fn(&str) -> String); 2] = [("://", mask_url_passwords), (":", mask_headers)];
+        for (trigger, stage) in stages {
+            if !out.contains(trigger) {
+                continue;
+            }
+            let next = stage(&out);
+            if next != *out {
+                out = Cow::Owned(next);
+            }
+        }
+        match mask_token_shapes_lazy(&out) {
+            Some(masked) => Cow::Owned(masked),
+            None => out,
+        }
     }
 }
 
@@ -308,36 +330,61 @@ fn is_token_char(c: char) -> bool {
 }
 
 /// Masks words shaped like well-known credentials.
-fn mask_token_shapes(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut word = String::new();
-    let mut prev_word_bearer = false;
-    let flush = |word: &mut String, out: &mut String, after_bearer: bool| {
-        if !word.is_empty() {
-            if looks_like_token(word) || (after_bearer && word.len() >= 8) {
-                out.push_str(MASK);
-            } else {
-                out.push_str(word);
-            }
-            word.clear();
-        }
-    };
-    for c in text.chars() {
-        if is_token_char(c) {
-            word.push(c);
-        } else {
-            let is_bearer = word.eq_ignore_ascii_case("bearer");
-            flush(&mut word, &mut out, prev_word_bearer);
-            if !c.is_whitespace() || !is_bearer {
-                prev_word_bearer = is_bearer && c == ' ';
-            } else {
-                prev_word_bearer = true;
-            }
-            out.push(c);
+/// Token-shaped words masked, or `None` when nothing is masked: words are slices of `text`, and
+/// the output is only built from the first mask on, so a huge string that holds no token
+/// costs no copy.
+fn mask_token_shapes_lazy(text: &str) -> Option<String> {
+    struct Out<'t> {
+        text: &'t str,
+        out: Option<String>,
+        copied: usize,
+    }
+    impl Out<'_> {
+        fn mask(&mut self, start: usize, end: usize) {
+            let o = self
+                .out
+                .get_or_insert_with(|| String::with_capacity(self.text.len()));
+            o.push_str(&self.text[self.copied..start]);
+            o.push_str(MASK);
+            self.copied = end;
         }
     }
-    flush(&mut word, &mut out, prev_word_bearer);
-    out
+    let mut out = Out {
+        text,
+        out: None,
+        copied: 0,
+    };
+    let mut start: Option<usize> = None;
+    let mut prev_word_bearer = false;
+    for (i, c) in text.char_indices() {
+        if is_token_char(c) {
+            start.get_or_insert(i);
+            continue;
+        }
+        let word = start.map_or("", |s| &text[s..i]);
+        let is_bearer = word.eq_ignore_ascii_case("bearer");
+        if let Some(s) = start.take()
+            && (looks_like_token(word) || (prev_word_bearer && word.len() >= 8))
+        {
+            out.mask(s, i);
+        }
+        if !c.is_whitespace() || !is_bearer {
+            prev_word_bearer = is_bearer && c == ' ';
+        } else {
+            prev_word_bearer = true;
+        }
+    }
+    if let Some(s) = start {
+        let word = &text[s..];
+        if looks_like_token(word) || (prev_word_bearer && word.len() >= 8) {
+            out.mask(s, text.len());
+        }
+    }
+    let copied = out.copied;
+    out.out.map(|mut o| {
+        o.push_str(&text[copied..]);
+        o
+    })
 }
 
 fn looks_like_token(word: &str) -> bool {

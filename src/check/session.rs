@@ -666,14 +666,21 @@ impl<'o> Ctx<'o> {
             let log = s.lock().ok()?;
             let new = usize::try_from(log.bytes.saturating_sub(start)).unwrap_or(usize::MAX);
             let keep = new.min(log.tail.len());
-            (keep > 0).then(|| String::from_utf8_lossy(&log.tail[log.tail.len() - keep..]).into_owned())
+            (keep > 0).then(|| {
+                (
+                    String::from_utf8_lossy(&log.tail[log.tail.len() - keep..]).into_owned(),
+                    new > keep,
+                )
+            })
         });
-        if let Some(text) = text {
-            self.stderr_steps.push(StderrStep {
-                step,
-                provoked,
-                text: self.redactor.text(&text),
-            });
+        if let Some((text, cut)) = text {
+            let mut text = self.redactor.text(&text);
+            if cut {
+                // The step's output began before the kept tail: its first line is partial and
+                // could hold the end of a secret the redactor no longer recognises.
+                text.drain(..text.find('\n').map_or(text.len(), |i| i + 1));
+            }
+            self.stderr_steps.push(StderrStep { step, provoked, text });
         }
         self.step = ("between checks", false, self.stderr_bytes_now());
     }
