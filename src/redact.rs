@@ -192,7 +192,7 @@ impl Redactor {
             }
         }
         // These two run only where their trigger (`://`, `:`) is present.
-        let stages: [(&str, fn(&str) -> String); 2] = [("://", mask_url_passwords), (":", mask_headers)];
+        let stages: [Stage; 2] = [("://", mask_url_passwords), (":", mask_headers)];
         for (trigger, stage) in stages {
             if !out.contains(trigger) {
                 continue;
@@ -324,6 +324,9 @@ fn mask_url_passwords(text: &str) -> String {
     out.push_str(rest);
     out
 }
+
+/// A masking pass that runs only where its trigger text appears.
+type Stage = (&'static str, fn(&str) -> String);
 
 fn is_token_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'
