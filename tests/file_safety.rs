@@ -438,3 +438,23 @@ fn a_serve_log_stays_within_the_bound_analyze_reads_whatever_a_client_sends() {
         run.stdout, run.stderr
     );
 }
+
+#[test]
+fn serve_log_and_analyze_markdown_refuse_at_once_what_is_not_a_regular_file() {
+    let dir = TempDir::new("notfiles-kit");
+    let not = NotFiles::new(&dir);
+    let log = dir.join("serve.jsonl");
+    fs::write(&log, "").unwrap();
+    for (path, words) in &not.paths {
+        let run = bounded(&dir, &["serve", "--log", s(path)]);
+        assert_eq!(run.code, 2, "serve --log {}: {}", path.display(), run.stderr);
+        assert!(
+            run.stderr.contains(words),
+            "serve --log {}: {}",
+            path.display(),
+            run.stderr
+        );
+        let run = bounded(&dir, &["analyze", s(&log), "--markdown", s(path)]);
+        assert_refused(&run, words, &format!("analyze --markdown {}", path.display()));
+    }
+}

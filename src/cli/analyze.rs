@@ -67,10 +67,15 @@ pub fn run(args: AnalyzeArgs) -> u8 {
     }
     let text = analyze::markdown(&a, &args.log.display().to_string());
     out!("{text}");
-    if let Some(path) = &args.markdown
-        && let Err(e) = std::fs::write(path, &text)
-    {
-        return super::error(format!("cannot write {}: {e}", path.display()));
+    if let Some(path) = &args.markdown {
+        // Only a regular file (or nothing yet) is written: a FIFO would block, a device or
+        // folder is a mistake.
+        if let Err(e) = crate::files::check_append_target(path, "--markdown") {
+            return super::error(e);
+        }
+        if let Err(e) = std::fs::write(path, &text) {
+            return super::error(format!("cannot write {}: {e}", path.display()));
+        }
     }
     if a.domains.iter().all(|d| d.verdict == analyze::Verdict::Compliant) {
         0

@@ -43,7 +43,9 @@ pub struct Log {
 
 impl Log {
     pub fn open(path: &Path) -> io::Result<Log> {
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+        // A FIFO, device, folder or socket is refused at once, never blocked on.
+        let file =
+            crate::files::open_append(path, "serve log").map_err(|e| io::Error::other(e.to_string()))?;
         Ok(Log { file })
     }
 
