@@ -23,6 +23,12 @@ fn check(b: &Bench, extra: &[&str], behaviour: &[&str]) -> (i32, Value, String) 
     (run.code, report, run.stderr)
 }
 
+/// `check` of the `bad` fixture, with its two result-grading tools allowed to be called.
+fn check_bad(b: &Bench) -> (i32, Value, String) {
+    let opt_in = ["--safe-tool", "shape_bad", "--safe-tool", "big_result"];
+    check(b, &[&["--timeout", "3"][..], &opt_in].concat(), &["bad"])
+}
+
 fn statuses(report: &Value) -> BTreeMap<String, String> {
     report["results"]
         .as_array()
@@ -58,18 +64,7 @@ fn a_clean_server_has_no_findings() {
 #[test]
 fn the_bad_server_has_every_finding() {
     let b = Bench::new("check-bad");
-    let (code, report, _) = check(
-        &b,
-        &[
-            "--timeout",
-            "3",
-            "--safe-tool",
-            "shape_bad",
-            "--safe-tool",
-            "big_result",
-        ],
-        &["bad"],
-    );
+    let (code, report, _) = check_bad(&b);
     assert_eq!(code, 1);
     let got = statuses(&report);
     let expected = [
@@ -395,18 +390,7 @@ fn the_bad_servers_stderr_is_blamed_only_for_what_the_checks_did_not_provoke() {
 #[test]
 fn every_robustness_finding_says_what_was_sent_and_what_came_back() {
     let b = Bench::new("check-bad-payloads");
-    let (_, report, _) = check(
-        &b,
-        &[
-            "--timeout",
-            "3",
-            "--safe-tool",
-            "shape_bad",
-            "--safe-tool",
-            "big_result",
-        ],
-        &["bad"],
-    );
+    let (_, report, _) = check_bad(&b);
     let findings: Vec<&Value> = report["results"]
         .as_array()
         .unwrap()

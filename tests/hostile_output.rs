@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::{FIXTURE, TempDir, WITNESS};
@@ -214,35 +214,62 @@ fn probe_summary_and_json_show_hostile_server_text_escaped_and_the_file_keeps_it
     assert_eq!(printed["server"]["name"], long_name());
 }
 
+/// The report files of one `check` run in every format: JUnit, SARIF, Markdown, job summary.
+struct Reports {
+    junit: PathBuf,
+    sarif: PathBuf,
+    markdown: PathBuf,
+    summary: PathBuf,
+}
+
+impl Reports {
+    fn paths(&self) -> [(&'static str, &PathBuf); 4] {
+        [
+            ("junit", &self.junit),
+            ("sarif", &self.sarif),
+            ("markdown", &self.markdown),
+            ("job summary", &self.summary),
+        ]
+    }
+}
+
+/// Runs `check -e EV --github --junit … --sarif … --markdown … [extra] -- SERVER…` with a job
+/// summary file, so every report format is written in one run.
+fn check_every_format(dir: &TempDir, ev: &Path, extra: &[&str], server: &[&str]) -> (Out, Reports) {
+    let reports = Reports {
+        junit: dir.join("j.xml"),
+        sarif: dir.join("s.sarif"),
+        markdown: dir.join("m.md"),
+        summary: dir.join("summary.md"),
+    };
+    let mut args = vec![
+        "check",
+        "-e",
+        ev.to_str().unwrap(),
+        "--github",
+        "--junit",
+        reports.junit.to_str().unwrap(),
+        "--sarif",
+        reports.sarif.to_str().unwrap(),
+        "--markdown",
+        reports.markdown.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.extend_from_slice(server);
+    let out = run(
+        dir,
+        &args,
+        &[("GITHUB_STEP_SUMMARY", reports.summary.to_str().unwrap())],
+    );
+    (out, reports)
+}
+
 #[test]
 fn check_reports_in_every_format_show_hostile_server_text_escaped() {
     let dir = TempDir::new("hostile-check");
     let ev = dir.join("c.jsonl");
-    let (junit, sarif, md, summary) = (
-        dir.join("j.xml"),
-        dir.join("s.sarif"),
-        dir.join("m.md"),
-        dir.join("summary.md"),
-    );
-    let out = run(
-        &dir,
-        &[
-            "check",
-            "-e",
-            ev.to_str().unwrap(),
-            "--github",
-            "--junit",
-            junit.to_str().unwrap(),
-            "--sarif",
-            sarif.to_str().unwrap(),
-            "--markdown",
-            md.to_str().unwrap(),
-            "--",
-            FIXTURE,
-            "hostile-text",
-        ],
-        &[("GITHUB_STEP_SUMMARY", summary.to_str().unwrap())],
-    );
+    let (out, reports) = check_every_format(&dir, &ev, &[], &[FIXTURE, "hostile-text"]);
     assert_eq!(
         out.code,
         1,
@@ -257,12 +284,7 @@ fn check_reports_in_every_format_show_hostile_server_text_escaped() {
         stdout.lines().any(|l| l.starts_with("::warning title=")),
         "{stdout}"
     );
-    for (label, path) in [
-        ("junit", &junit),
-        ("sarif", &sarif),
-        ("markdown", &md),
-        ("job summary", &summary),
-    ] {
+    for (label, path) in reports.paths() {
         let bytes = read(path);
         assert_inert(label, &bytes);
         assert_markers_escaped(label, &bytes);
@@ -276,7 +298,7 @@ fn check_reports_in_every_format_show_hostile_server_text_escaped() {
     assert_eq!(out.code, 2, "{}", String::from_utf8_lossy(&out.stdout));
     assert_inert("check crash stdout", &out.stdout);
     assert_inert("check crash stderr", &out.stderr);
-    let sarif: Value = serde_json::from_slice(&read(&sarif)).unwrap();
+    let sarif: Value = serde_json::from_slice(&read(&reports.sarif)).unwrap();
     assert!(
         sarif["runs"][0]["results"]
             .as_array()
@@ -460,33 +482,8 @@ fn a_secret_the_server_echoes_into_every_field_is_masked_before_any_cut_everywhe
         ],
         &[],
     );
-    let (junit, sarif, md, summary) = (
-        dir.join("j.xml"),
-        dir.join("s.sarif"),
-        dir.join("m.md"),
-        dir.join("summary.md"),
-    );
-    let check = run(
-        &dir,
-        &[
-            "check",
-            "-e",
-            cev.to_str().unwrap(),
-            "--github",
-            "--verbose",
-            "--junit",
-            junit.to_str().unwrap(),
-            "--sarif",
-            sarif.to_str().unwrap(),
-            "--markdown",
-            md.to_str().unwrap(),
-            "--",
-            FIXTURE,
-            "secret-echo",
-            &env_arg,
-        ],
-        &[("GITHUB_STEP_SUMMARY", summary.to_str().unwrap())],
-    );
+    let (check, reports) =
+        check_every_format(&dir, &cev, &["--verbose"], &[FIXTURE, "secret-echo", &env_arg]);
     let check_json = run(
         &dir,
         &[
@@ -537,15 +534,9 @@ fn a_secret_the_server_echoes_into_every_field_is_masked_before_any_cut_everywhe
         assert_secret_absent(&format!("{label} stdout"), &out.stdout);
         assert_secret_absent(&format!("{label} stderr"), &out.stderr);
     }
-    for path in [
-        &ev,
-        &cev,
-        &junit,
-        &sarif,
-        &md,
-        &summary,
-        &dir.join("version.jsonl"),
-    ] {
+    let version = dir.join("version.jsonl");
+    let reported = reports.paths().map(|(_, p)| p);
+    for path in [&ev, &cev, &version].into_iter().chain(reported) {
         assert_secret_absent(&path.display().to_string(), &read(path));
     }
     for b in blocks(&dir.join("version.jsonl")) {
