@@ -6,6 +6,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use crate::text::cut;
+
 /// The longest string id kept (and so matched or echoed). JSON-RPC ids are short tokens; a
 /// longer one is never echoed back, so a server cannot make us queue its bytes.
 pub const ID_MAX_BYTES: usize = 256;
@@ -77,15 +79,6 @@ impl<'de> Deserialize<'de> for Key {
         }
         d.deserialize_identifier(V)
     }
-}
-
-/// At most `max` bytes of `text`, on a character boundary.
-fn cut(text: &str, max: usize) -> &str {
-    let mut end = text.len().min(max);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 impl<'de> Deserialize<'de> for Id {

@@ -58,12 +58,14 @@ pub mod hex;
 pub mod inert;
 pub mod json_budget;
 pub mod kit;
+pub mod mcp;
 pub mod probe;
 pub mod program;
 pub mod redact;
 pub mod rpc;
 pub mod sys;
 pub mod target;
+pub(crate) mod text;
 pub mod transport;
 
 pub use check::{CheckOptions, CheckReport, CheckResult, Status, check};

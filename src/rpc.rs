@@ -84,13 +84,9 @@ pub enum NoReply {
 /// How much of a noise line is read for redaction before it is cut for the record.
 const NOISE_SCAN_BYTES: usize = 64 * 1024;
 
-/// At most `max` bytes of `text`, on a character boundary.
+/// At most `max` bytes of `text`, on a character boundary, owned.
 fn cut(text: &str, max: usize) -> String {
-    let mut end = text.len().min(max);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_string()
+    crate::text::cut(text, max).to_string()
 }
 
 /// A JSON-RPC client on top of a server process.

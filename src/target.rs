@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::framing::DEFAULT_MAX_LINE;
 use crate::transport::Grace;
 
-use crate::probe::EraChoice;
+use crate::mcp::EraChoice;
 use crate::probe::outcome::TargetSeen;
 use crate::program;
 use crate::redact::Redactor;
@@ -88,11 +88,7 @@ fn describe(o: &ServerOptions) -> Prepared {
         program_sha256: None,
         cwd: cwd.display().to_string(),
         env_names,
-        era: match o.era {
-            EraChoice::Legacy => "legacy",
-            EraChoice::Modern => "modern",
-            EraChoice::Auto => "auto",
-        },
+        era: o.era,
         protocol_version: o.protocol_version.clone(),
     };
     Prepared {

@@ -23,7 +23,7 @@ pub fn block_body(r: &CheckReport) -> Map<String, Value> {
         .collect();
     let observation = json!({
         "program_sha256": t.program_sha256,
-        "era": r.era,
+        "era": r.era.as_str(),
         "protocol_version": r.protocol_version,
         "server": server,
         "results": r.results.iter().map(|x| json!([x.id, x.status.as_str()])).collect::<Vec<_>>(),
@@ -31,7 +31,7 @@ pub fn block_body(r: &CheckReport) -> Map<String, Value> {
     });
     let fields = json!({
         "target": target_json(t),
-        "era": r.era,
+        "era": r.era.as_str(),
         "protocol_version": r.protocol_version,
         "server": server,
         "results": results,

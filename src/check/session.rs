@@ -10,11 +10,15 @@ use serde_json::{Map, Value, json};
 use super::CheckOptions;
 use super::model::{CheckReport, CheckResult, SessionSeen};
 use crate::clock;
-use crate::probe::handshake::{CLIENT_NAME, CLIENT_VERSION, modern_meta, truncate};
-use crate::probe::outcome::{Bound, ServerInfo, Silence, TargetSeen};
-use crate::probe::{DEFAULT_LEGACY, DEFAULT_MODERN, EraChoice, MAX_PAGES, MODERN_VERSIONS};
+use crate::mcp::code::UNSUPPORTED_VERSION;
+use crate::mcp::{
+    CLIENT_NAME, DEFAULT_LEGACY, DEFAULT_MODERN, Era, EraChoice, MODERN_VERSIONS, ServerInfo, modern_meta,
+};
+use crate::probe::MAX_PAGES;
+use crate::probe::outcome::{Bound, Silence, TargetSeen};
 use crate::redact::Redactor;
 use crate::rpc::{NoReply, Reply, Rpc, Traffic};
+use crate::text::truncate;
 use crate::transport::{Server, SpawnSpec, StderrLog, Teardown};
 
 /// A list method walked across its pages.
@@ -75,8 +79,6 @@ pub struct SideRun {
     pub unreadable: Option<String>,
 }
 
-/// Error code of `UnsupportedProtocolVersionError` (2026-07-28).
-const UNSUPPORTED_VERSION: i64 = -32022;
 /// After a check that sends input meant to be rejected, stderr may still be arriving: wait
 /// until it has been quiet this long (at most `STDERR_SETTLE_MAX`) before closing the step.
 const STDERR_QUIET: Duration = Duration::from_millis(40);
@@ -111,7 +113,7 @@ const SIDE_RUN_MAX_LINE: usize = 1 << 20;
 pub struct Ctx<'o> {
     pub opts: &'o CheckOptions,
     pub rpc: Option<Rpc>,
-    pub era: &'static str,
+    pub era: Era,
     pub protocol_version: Option<String>,
     /// The initialize (legacy) or server/discover (modern) result.
     pub init: Option<Map<String, Value>>,
@@ -164,7 +166,7 @@ impl<'o> Ctx<'o> {
         let mut ctx = Ctx {
             opts,
             rpc: None,
-            era: "legacy",
+            era: Era::Legacy,
             protocol_version: None,
             init: None,
             server: None,
@@ -234,7 +236,7 @@ impl<'o> Ctx<'o> {
     /// server's main wait never competes with two more copies of it for the cores.
     fn handshake(&mut self) {
         self.open_session(self.opts.server.era);
-        if self.could_not_run.is_none() && self.era == "legacy" {
+        if self.could_not_run.is_none() && self.era == Era::Legacy {
             self.start_side_runs();
         }
     }
@@ -271,11 +273,7 @@ impl<'o> Ctx<'o> {
             .clone()
             .filter(|v| !MODERN_VERSIONS.contains(&v.as_str()))
             .unwrap_or_else(|| DEFAULT_LEGACY.into());
-        let params = json!({
-            "protocolVersion": version,
-            "capabilities": {},
-            "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
-        });
+        let params = crate::mcp::initialize_params(&version, CLIENT_NAME);
         let timeout = self.opts.server.timeout;
         let reply = self
             .rpc
@@ -284,12 +282,12 @@ impl<'o> Ctx<'o> {
             .request("initialize", Some(params), timeout);
         match reply {
             Ok(Reply::Result(Value::Object(map))) => {
-                self.era = "legacy";
+                self.era = Era::Legacy;
                 self.protocol_version = map
                     .get("protocolVersion")
                     .and_then(Value::as_str)
                     .map(|v| truncate(v, 64));
-                self.server = server_info(map.get("serverInfo"));
+                self.server = crate::mcp::server_info(map.get("serverInfo"));
                 self.init = Some(map);
                 if let Some(rpc) = self.rpc.as_mut() {
                     rpc.notify("notifications/initialized", None);
@@ -324,11 +322,11 @@ impl<'o> Ctx<'o> {
                 Ok(Reply::Result(Value::Object(map)))
                     if map.get("supportedVersions").is_some_and(Value::is_array) =>
                 {
-                    self.era = "modern";
+                    self.era = Era::Modern;
                     self.protocol_version = Some(version);
-                    self.server = server_info(
+                    self.server = crate::mcp::server_info(
                         map.get("_meta")
-                            .and_then(|m| m.get("io.modelcontextprotocol/serverInfo")),
+                            .and_then(|m| m.get(crate::mcp::meta::SERVER_INFO)),
                     );
                     self.init = Some(map);
                     return Discovery::Modern;
@@ -338,7 +336,7 @@ impl<'o> Ctx<'o> {
                     data,
                     ..
                 }) => {
-                    self.era = "modern";
+                    self.era = Era::Modern;
                     let supported: Vec<String> = data
                         .as_ref()
                         .and_then(|d| d.get("supported"))
@@ -534,7 +532,7 @@ impl<'o> Ctx<'o> {
         meta: bool,
     ) -> Result<Reply, NoReply> {
         let mut params = params;
-        if meta && self.era == "modern" {
+        if meta && self.era == Era::Modern {
             let version = self.protocol_version.clone().unwrap_or_default();
             let mut p = params.take().unwrap_or_else(|| json!({}));
             if let Some(obj) = p.as_object_mut() {
@@ -554,7 +552,7 @@ impl<'o> Ctx<'o> {
     /// a short grace), the raw line got no reply: this costs a round trip, not a timeout.
     pub fn probe_line(&mut self, line: &[u8], accept: &dyn Fn(Option<&Value>) -> bool) -> Probed {
         let timeout = self.opts.server.timeout;
-        let sentinel = if self.era == "modern" {
+        let sentinel = if self.era == Era::Modern {
             let version = self.protocol_version.clone().unwrap_or_default();
             ("tools/list", Some(json!({"_meta": modern_meta(&version)})))
         } else {
@@ -702,7 +700,7 @@ impl<'o> Ctx<'o> {
             self.init.take(),
             self.server.clone(),
         );
-        let era = if self.era == "modern" {
+        let era = if self.era == Era::Modern {
             EraChoice::Modern
         } else {
             EraChoice::Legacy
@@ -848,11 +846,7 @@ fn side_run(
     rpc.deadline = Some(deadline);
     // Only protocolVersion and an error are read: a reply needs no more than this, text too.
     rpc.parse_budget = crate::json_budget::Budget::small(1 << 20);
-    let params = json!({
-        "protocolVersion": version,
-        "capabilities": {},
-        "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
-    });
+    let params = crate::mcp::initialize_params(version, CLIENT_NAME);
     match rpc.request("initialize", Some(params), timeout) {
         Ok(Reply::Result(r)) => {
             run.answered = Some(
@@ -897,17 +891,6 @@ fn redacted_tail(redactor: &Redactor, log: &StderrLog) -> String {
         tail.drain(..cut);
     }
     tail
-}
-
-fn server_info(value: Option<&Value>) -> Option<ServerInfo> {
-    let map = value?.as_object()?;
-    Some(ServerInfo {
-        name: truncate(map.get("name")?.as_str()?, 1024),
-        version: map
-            .get("version")
-            .and_then(Value::as_str)
-            .map(|v| truncate(v, 1024)),
-    })
 }
 
 /// What `server/discover` showed.

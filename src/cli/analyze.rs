@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::kit::{Domain, analyze};
+use super::server_args::DomainArg;
+use crate::kit::analyze;
 
 /// Read an `mcp-witness serve` log and answer, per domain, how the client handled the
 /// list_changed cycle, each answer with the log line that proves it.
@@ -16,8 +17,8 @@ pub struct AnalyzeArgs {
     /// The serve log (JSON lines).
     log: PathBuf,
     /// Which domain to analyse.
-    #[arg(long, default_value = "all", value_parser = ["tools", "resources", "prompts", "all"])]
-    domain: String,
+    #[arg(long, value_enum, default_value = "all")]
+    domain: DomainArg,
     /// Also write the analysis as markdown to this file.
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
@@ -33,9 +34,7 @@ pub struct AnalyzeArgs {
 }
 
 pub fn run(args: AnalyzeArgs) -> u8 {
-    let Some(domains) = Domain::parse_list(&args.domain) else {
-        return super::error(format!("unknown domain {}", args.domain));
-    };
+    let domains = args.domain.domains();
     let log = match analyze::read_log(&args.log) {
         Ok(l) => l,
         Err(e) => return super::error(e),

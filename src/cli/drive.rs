@@ -1,8 +1,19 @@
 //! `drive`: the control client of the client kit.
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
-use crate::kit::{Domain, drive};
+use super::server_args::DomainArg;
+use crate::kit::drive;
+use crate::mcp::Era;
+
+/// `--era` of `drive`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum DriveEra {
+    Legacy,
+    Modern,
+    /// Each domain once per era.
+    Both,
+}
 
 /// Run the list_changed cycle as a correct client would against a fresh `mcp-witness serve`
 /// per domain, print the analysis, and exit 0 only if every expected answer holds.
@@ -10,24 +21,22 @@ use crate::kit::{Domain, drive};
 #[command(after_help = "Exit codes: 0 every expected answer holds, 1 something did not, 2 usage error.")]
 pub struct DriveArgs {
     /// Which domain to drive.
-    #[arg(long, default_value = "all", value_parser = ["tools", "resources", "prompts", "all"])]
-    domain: String,
+    #[arg(long, value_enum, default_value = "all")]
+    domain: DomainArg,
     /// Which handshake era the control client speaks (`both` runs each domain twice).
-    #[arg(long, default_value = "legacy", value_parser = ["legacy", "modern", "both"])]
-    era: String,
+    #[arg(long, value_enum, default_value = "legacy")]
+    era: DriveEra,
     /// Keep the serve logs of passing runs too (failing runs always keep theirs).
     #[arg(long)]
     keep_logs: bool,
 }
 
 pub fn run(args: DriveArgs) -> u8 {
-    let Some(domains) = Domain::parse_list(&args.domain) else {
-        return super::error(format!("unknown domain {}", args.domain));
-    };
-    let eras = match args.era.as_str() {
-        "modern" => vec![drive::Era::Modern],
-        "both" => vec![drive::Era::Legacy, drive::Era::Modern],
-        _ => vec![drive::Era::Legacy],
+    let domains = args.domain.domains();
+    let eras = match args.era {
+        DriveEra::Legacy => vec![Era::Legacy],
+        DriveEra::Modern => vec![Era::Modern],
+        DriveEra::Both => vec![Era::Legacy, Era::Modern],
     };
     let runs: Vec<_> = eras
         .iter()

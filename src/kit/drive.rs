@@ -54,7 +54,7 @@ fn fresh_log(d: Domain, era: Era) -> PathBuf {
     std::env::temp_dir().join(format!(
         "mcp-witness-drive-{}-{}-{}-{nanos}.jsonl",
         d.name(),
-        era.name(),
+        era.as_str(),
         std::process::id()
     ))
 }
@@ -78,7 +78,7 @@ fn describe(r: &Result<Reply, crate::rpc::NoReply>) -> String {
         Ok(Reply::Result(v)) => {
             let s = v.to_string();
             if s.len() > 160 {
-                format!("{}…", crate::probe::handshake::truncate(&s, 160))
+                format!("{}…", crate::text::truncate(&s, 160))
             } else {
                 s
             }
@@ -101,24 +101,7 @@ fn succeeded(r: &Result<Reply, crate::rpc::NoReply>) -> bool {
     matches!(r, Ok(Reply::Result(_))) && !failed(r)
 }
 
-/// Which handshake era the control client speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Era {
-    /// `initialize`, then `notifications/initialized`; list_changed arrives untagged.
-    Legacy,
-    /// `server/discover`, `_meta` on every request, list_changed only on an open
-    /// `subscriptions/listen` stream (2026-07-28).
-    Modern,
-}
-
-impl Era {
-    pub fn name(self) -> &'static str {
-        match self {
-            Era::Legacy => "legacy",
-            Era::Modern => "modern",
-        }
-    }
-}
+pub use crate::mcp::Era;
 
 /// The control client: JSON-RPC plus the era's request envelope.
 struct Client {
@@ -137,7 +120,7 @@ impl Client {
 
     fn envelope(&self, mut params: Value) -> Value {
         if self.era == Era::Modern {
-            let meta = crate::probe::handshake::modern_meta(MODERN_VERSION);
+            let meta = crate::mcp::modern_meta_as(MODERN_VERSION, DRIVER_NAME);
             let slot = params
                 .as_object_mut()
                 .expect("params are an object")
@@ -147,10 +130,6 @@ impl Client {
                 for (k, v) in meta {
                     slot.insert(k.clone(), v.clone());
                 }
-                slot.insert(
-                    "io.modelcontextprotocol/clientInfo".into(),
-                    json!({"name": DRIVER_NAME, "version": env!("CARGO_PKG_VERSION")}),
-                );
             }
         }
         params
@@ -391,7 +370,7 @@ pub fn report(runs: &[DomainRun]) -> String {
         s.push_str(&format!(
             "# drive: {} ({} era, log {})\n\n",
             r.domain.name(),
-            r.era.name(),
+            r.era.as_str(),
             r.log.display()
         ));
         for st in &r.steps {
@@ -410,7 +389,7 @@ pub fn report(runs: &[DomainRun]) -> String {
         s.push_str(&format!(
             "drive {} ({}): {}\n\n",
             r.domain.name(),
-            r.era.name(),
+            r.era.as_str(),
             if r.passed() { "PASS" } else { "FAIL" }
         ));
     }

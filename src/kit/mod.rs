@@ -26,17 +26,6 @@ impl Domain {
         }
     }
 
-    /// Parses `tools|resources|prompts|all` into the domains it names.
-    pub fn parse_list(text: &str) -> Option<Vec<Domain>> {
-        match text {
-            "all" => Some(Domain::ALL.to_vec()),
-            _ => Domain::ALL
-                .into_iter()
-                .find(|d| d.name() == text)
-                .map(|d| vec![d]),
-        }
-    }
-
     pub fn list_method(self) -> &'static str {
         match self {
             Domain::Tools => "tools/list",

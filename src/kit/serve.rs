@@ -17,7 +17,7 @@ pub const DEFAULT_LOG: &str = "mcp-witness-serve.jsonl";
 pub const LOG_ENV: &str = "MCP_WITNESS_LOG";
 pub const SERVER_NAME: &str = "mcp-witness-serve";
 /// Legacy versions echoed when requested; anything else gets the latest.
-const KNOWN_VERSIONS: &[&str] = crate::probe::LEGACY_VERSIONS;
+const KNOWN_VERSIONS: &[&str] = crate::mcp::LEGACY_VERSIONS;
 const LATEST: &str = "2025-11-25";
 const MAX_LINE: usize = 16 << 20;
 /// Bound on one log line, which `analyze` reads back within the same bound. Room for a
@@ -92,13 +92,12 @@ pub fn depth(v: &Value) -> usize {
 }
 
 /// The modern protocol version this server speaks.
-pub const MODERN_VERSION: &str = "2026-07-28";
-const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-const META_CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
-pub const META_SUBSCRIPTION: &str = "io.modelcontextprotocol/subscriptionId";
-const META_SERVER: &str = "io.modelcontextprotocol/serverInfo";
-/// Error code of `UnsupportedProtocolVersionError` (2026-07-28).
-const UNSUPPORTED_VERSION: i64 = -32022;
+pub const MODERN_VERSION: &str = crate::mcp::DEFAULT_MODERN;
+use crate::mcp::code::UNSUPPORTED_VERSION;
+pub use crate::mcp::meta::SUBSCRIPTION_ID as META_SUBSCRIPTION;
+use crate::mcp::meta::{
+    CLIENT_CAPABILITIES as META_CAPS, PROTOCOL_VERSION as META_VERSION, SERVER_INFO as META_SERVER,
+};
 /// The `subscriptions/listen` filter field of each domain.
 pub fn listen_field(d: Domain) -> &'static str {
     match d {

@@ -4,12 +4,13 @@
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::handshake::{modern_meta, truncate};
 use super::outcome::{CallSeen, Era};
 use super::{CallRequest, Run};
 use crate::evidence::canonical;
 use crate::hex;
+use crate::mcp::modern_meta;
 use crate::rpc::{NoReply, Reply};
+use crate::text::truncate;
 
 /// Characters of text content kept as a preview.
 const PREVIEW_CHARS: usize = 512;

@@ -3,38 +3,21 @@
 
 use serde_json::{Value, json};
 
-use super::outcome::{Era, ServerInfo};
-use super::{DEFAULT_MODERN, LEGACY_VERSIONS, MODERN_VERSIONS, Run, Step, Stop};
+use super::{Run, Step, Stop};
 use crate::evidence::canonical;
+use crate::mcp::code::UNSUPPORTED_VERSION;
+use crate::mcp::{
+    CLIENT_NAME, DEFAULT_MODERN, Era, LEGACY_VERSIONS, MODERN_VERSIONS, modern_meta, server_info,
+};
 use crate::rpc::{NoReply, Reply};
-
-pub(crate) const CLIENT_NAME: &str = "mcp-witness";
-pub(crate) const CLIENT_VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// Error code of `UnsupportedProtocolVersionError` (2026-07-28).
-const UNSUPPORTED_VERSION: i64 = -32022;
-
-/// The `_meta` every modern request carries.
-pub(crate) fn modern_meta(version: &str) -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": version,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
-    })
-}
+use crate::text::truncate;
 
 impl Run<'_> {
     pub(super) fn legacy(&mut self) -> Step<()> {
         self.spawn()?;
         self.obs.era = Era::Legacy;
         let version = self.obs.protocol_requested.clone();
-        // No client capabilities: declaring `roots` makes reference servers ask roots/list
-        // and then never exit on stdin close.
-        let params = json!({
-            "protocolVersion": version,
-            "capabilities": {},
-            "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
-        });
+        let params = crate::mcp::initialize_params(&version, CLIENT_NAME);
         let timeout = self.opts.server.timeout;
         let sent = std::time::Instant::now();
         let reply = self.rpc().request("initialize", Some(params), timeout);
@@ -128,7 +111,7 @@ impl Run<'_> {
                     .protocol_version
                     .clone()
                     .filter(|v| LEGACY_VERSIONS.contains(&v.as_str()))
-                    .unwrap_or_else(|| super::DEFAULT_LEGACY.to_string());
+                    .unwrap_or_else(|| crate::mcp::DEFAULT_LEGACY.to_string());
                 self.obs.capabilities = None;
                 self.obs.server = None;
                 self.legacy()
@@ -156,7 +139,7 @@ impl Run<'_> {
                     // Only a modern server answers -32022: the era is known even when no
                     // version is shared.
                     self.obs.era = Era::Modern;
-                    if self.opts.server.era == super::EraChoice::Auto {
+                    if self.opts.server.era == crate::mcp::EraChoice::Auto {
                         self.obs.era_detection =
                             Some("server/discover answered -32022 (unsupported protocol version)".into());
                     }
@@ -190,12 +173,14 @@ impl Run<'_> {
                     )));
                 }
                 Ok(Reply::Malformed(_)) => return Ok(Discovered::NotModern("got a malformed reply".into())),
-                Err(NoReply::Timeout { waited_ms }) if self.opts.server.era == super::EraChoice::Auto => {
+                Err(NoReply::Timeout { waited_ms })
+                    if self.opts.server.era == crate::mcp::EraChoice::Auto =>
+                {
                     return Ok(Discovered::NotModern(format!(
                         "got no reply within {waited_ms} ms"
                     )));
                 }
-                Err(NoReply::Exited) if self.opts.server.era == super::EraChoice::Auto => {
+                Err(NoReply::Exited) if self.opts.server.era == crate::mcp::EraChoice::Auto => {
                     return Ok(Discovered::NotModern("made the server exit".into()));
                 }
                 Err(e) => return Err(self.no_reply("server/discover", e)),
@@ -221,7 +206,7 @@ impl Run<'_> {
         self.obs.capabilities = map.get("capabilities").map(canonical::foreign_bounded);
         self.obs.server = server_info(
             map.get("_meta")
-                .and_then(|m| m.get("io.modelcontextprotocol/serverInfo")),
+                .and_then(|m| m.get(crate::mcp::meta::SERVER_INFO)),
         );
         let requested = self.obs.protocol_requested.clone();
         if versions.contains(&requested.as_str()) {
@@ -263,31 +248,7 @@ pub(super) enum Discovered {
     NotModern(String),
 }
 
-/// `serverInfo` as replied: a string `name` is required; `version` kept when a string.
-fn server_info(value: Option<&Value>) -> Option<ServerInfo> {
-    let map = value?.as_object()?;
-    let name = map.get("name")?.as_str()?;
-    Some(ServerInfo {
-        name: truncate(name, 1024),
-        version: map
-            .get("version")
-            .and_then(Value::as_str)
-            .map(|v| truncate(v, 1024)),
-    })
-}
-
 /// At most 8 entries of 64 characters: a server's list, as quoted in a reason.
 fn bounded_list<S: AsRef<str>>(items: &[S]) -> Vec<String> {
     items.iter().take(8).map(|s| truncate(s.as_ref(), 64)).collect()
-}
-
-pub(crate) fn truncate(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
 }

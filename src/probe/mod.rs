@@ -18,23 +18,10 @@ use crate::rpc::{NoReply, Reply, Rpc};
 use crate::transport::{ExitInfo, Server, SpawnSpec};
 use outcome::*;
 
-/// Legacy protocol versions this tool knows (initialize handshake).
-pub const LEGACY_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-/// Modern protocol versions this tool knows (stateless, `server/discover`).
-pub const MODERN_VERSIONS: &[&str] = &["2026-07-28"];
-pub const DEFAULT_LEGACY: &str = "2025-11-25";
-pub const DEFAULT_MODERN: &str = "2026-07-28";
 /// The most `tools/list` pages followed before the list counts as endless.
 pub const MAX_PAGES: u64 = 1000;
 
-/// Which handshake to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EraChoice {
-    Legacy,
-    Modern,
-    /// Try `server/discover`; fall back to legacy on a fresh process.
-    Auto,
-}
+pub use crate::mcp::EraChoice;
 
 /// The opt-in tool call.
 #[derive(Debug, Clone)]
@@ -93,14 +80,11 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
         EraChoice::Modern => Era::Modern,
         _ => Era::Legacy,
     };
-    let requested = opts.server.protocol_version.clone().unwrap_or_else(|| {
-        if era == Era::Modern {
-            DEFAULT_MODERN
-        } else {
-            DEFAULT_LEGACY
-        }
-        .to_string()
-    });
+    let requested = opts
+        .server
+        .protocol_version
+        .clone()
+        .unwrap_or_else(|| era.default_version().to_string());
     let obs = Observation {
         stamp,
         host,
@@ -218,7 +202,7 @@ impl Run<'_> {
     pub(crate) fn fail(&mut self, code: &'static str, message: impl Into<String>) -> Stop {
         self.obs.verdict = Verdict::Fail;
         // Redact in full, then bound: a cut must never leave part of a secret behind.
-        let message = handshake::truncate(&self.redactor.text(&message.into()), 1024);
+        let message = crate::text::truncate(&self.redactor.text(&message.into()), 1024);
         self.obs.reasons.push(Reason::new(code, message));
         Stop
     }

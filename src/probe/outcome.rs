@@ -50,21 +50,7 @@ impl Reason {
     }
 }
 
-/// The handshake era used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Era {
-    Legacy,
-    Modern,
-}
-
-impl Era {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Era::Legacy => "legacy",
-            Era::Modern => "modern",
-        }
-    }
-}
+pub use crate::mcp::{Era, ServerInfo};
 
 /// The bound that ended a run early: one wait's `--timeout`, or the whole run's `--deadline`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,13 +92,6 @@ impl Silence {
     }
 }
 
-/// The server's identity as it replied.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerInfo {
-    pub name: String,
-    pub version: Option<String>,
-}
-
 /// The tool list as replied, across every page.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolsSeen {
@@ -147,8 +126,8 @@ pub struct TargetSeen {
     pub program_sha256: Option<String>,
     pub cwd: String,
     pub env_names: Vec<String>,
-    /// The era asked for: `legacy`, `modern` or `auto` (what was used is `Observation::era`).
-    pub era: &'static str,
+    /// The era asked for (what was used is `Observation::era`).
+    pub era: crate::mcp::EraChoice,
     /// `--protocol-version`, when given.
     pub protocol_version: Option<String>,
 }

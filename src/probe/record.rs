@@ -20,7 +20,7 @@ pub fn target_id(t: &TargetSeen) -> String {
         "command": t.command,
         "cwd": t.cwd,
         "env": t.env_names,
-        "era": t.era,
+        "era": t.era.as_str(),
         "protocol_version": t.protocol_version,
     }))
 }
@@ -34,7 +34,7 @@ pub fn target_json(t: &TargetSeen) -> Value {
         "program_sha256": t.program_sha256,
         "cwd": t.cwd,
         "env": t.env_names,
-        "era": t.era,
+        "era": t.era.as_str(),
         "protocol_version": t.protocol_version,
     })
 }

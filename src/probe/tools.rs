@@ -5,9 +5,10 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::handshake::{modern_meta, truncate};
 use super::outcome::ToolsSeen;
 use super::{MAX_PAGES, Run, Step};
+use crate::mcp::modern_meta;
+use crate::text::truncate;
 
 /// Names beyond this many (or this many bytes in all) are not recorded: a block stays bounded.
 const MAX_NAMES: usize = 10_000;

@@ -101,12 +101,12 @@ impl Check {
             title: self.title,
             status: o.status,
             severity,
-            message: crate::probe::handshake::truncate(&redactor.text(&o.message), PAYLOAD_CHARS),
+            message: crate::text::truncate(&redactor.text(&o.message), PAYLOAD_CHARS),
             fix: self.fix,
             spec: self.spec,
             payload: o
                 .payload
-                .map(|p| crate::probe::handshake::truncate(&redactor.text(&p), PAYLOAD_CHARS)),
+                .map(|p| crate::text::truncate(&redactor.text(&p), PAYLOAD_CHARS)),
         }
     }
 }

@@ -5,16 +5,18 @@ use serde_json::{Value, json};
 
 use super::Outcome;
 use crate::check::session::{Ctx, Probed, describe};
-use crate::probe::handshake::{modern_meta, truncate};
-use crate::probe::{LEGACY_VERSIONS, MODERN_VERSIONS};
+use crate::mcp::{LEGACY_VERSIONS, MODERN_VERSIONS, modern_meta};
 use crate::rpc::Reply;
+use crate::text::truncate;
 
 fn legacy_only(ctx: &Ctx<'_>) -> Option<Outcome> {
-    (ctx.era != "legacy").then(|| Outcome::skip("legacy era only (the handshake used the modern era)"))
+    (ctx.era != crate::mcp::Era::Legacy)
+        .then(|| Outcome::skip("legacy era only (the handshake used the modern era)"))
 }
 
 fn modern_only(ctx: &Ctx<'_>) -> Option<Outcome> {
-    (ctx.era != "modern").then(|| Outcome::skip("modern era only: run with --era modern or --era auto"))
+    (ctx.era != crate::mcp::Era::Modern)
+        .then(|| Outcome::skip("modern era only: run with --era modern or --era auto"))
 }
 
 pub fn handshake_version(ctx: &mut Ctx<'_>) -> Outcome {
@@ -25,7 +27,7 @@ pub fn handshake_version(ctx: &mut Ctx<'_>) -> Outcome {
                 .unwrap_or_else(|| "no handshake reply".into()),
         );
     };
-    if ctx.era == "modern" {
+    if ctx.era == crate::mcp::Era::Modern {
         let versions: Vec<&str> = init
             .get("supportedVersions")
             .and_then(Value::as_array)

@@ -7,8 +7,8 @@ use serde_json::{Map, Value, json};
 
 use super::Outcome;
 use crate::check::session::{Ctx, describe};
-use crate::probe::handshake::truncate;
 use crate::rpc::{NoReply, Reply};
+use crate::text::truncate;
 
 /// One opt-in call: the tool and what it answered.
 pub type OptInCall = (String, Result<Reply, NoReply>);

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::Outcome;
 use crate::check::session::Ctx;
-use crate::probe::handshake::truncate;
+use crate::text::truncate;
 
 /// Offenders named in one message.
 const NAMED: usize = 8;
@@ -231,7 +231,7 @@ pub fn input_undescribed(ctx: &mut Ctx<'_>) -> Outcome {
 }
 
 pub fn output_schema(ctx: &mut Ctx<'_>) -> Outcome {
-    let modern = ctx.era == "modern";
+    let modern = ctx.era == crate::mcp::Era::Modern;
     per_tool(ctx, true, |t| match t.get("outputSchema") {
         None => None,
         Some(Value::Object(o)) if modern || o.get("type").and_then(Value::as_str) == Some("object") => None,

@@ -18,7 +18,7 @@ pub fn human(r: &CheckReport, colour: bool, verbose: bool) -> String {
     out.push_str(&format!(
         "mcp-witness check: {}, protocol {proto} ({})\n",
         who(r),
-        r.era
+        r.era.as_str()
     ));
     if let Some(why) = &r.could_not_run {
         out.push_str(&format!(

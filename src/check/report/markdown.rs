@@ -26,7 +26,7 @@ pub fn markdown(r: &CheckReport) -> String {
         "# mcp-witness check: {}\n\nProtocol {} ({} era). **{} pass, {} warn, {} fail, {} skip** in {} ms.\n",
         cell(&who(r)),
         cell(&protocol(r)),
-        r.era,
+        r.era.as_str(),
         c.pass,
         c.warn,
         c.fail,
