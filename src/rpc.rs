@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use crate::envelope::{Envelope, Id, Method};
-use crate::framing::{self, Frame, LineKind};
 use crate::json_budget::{self, Budget, ParseError};
 use crate::redact::Redactor;
-use crate::transport::{Event, SendOutcome, Server};
+use crate::wire::framing::{self, Frame, LineKind};
+use crate::wire::{Closing, Grace, Sent, Wire, WireEvent};
 
 /// Noise lines kept verbatim (each cut to `NOISE_LINE_BYTES`).
 pub const NOISE_KEEP: usize = 5;
@@ -89,9 +89,9 @@ fn cut(text: &str, max: usize) -> String {
     crate::text::cut(text, max).to_string()
 }
 
-/// A JSON-RPC client on top of a server process.
+/// A JSON-RPC client over a wire.
 pub struct Rpc {
-    pub server: Server,
+    wire: Box<dyn Wire>,
     next_id: u64,
     pub traffic: Traffic,
     /// Masks secrets in every reply, name and noise line kept, before any cut.
@@ -107,9 +107,9 @@ pub struct Rpc {
 }
 
 impl Rpc {
-    pub fn new(server: Server) -> Self {
+    pub fn new(wire: Box<dyn Wire>) -> Self {
         Rpc {
-            server,
+            wire,
             next_id: 1,
             traffic: Traffic::default(),
             redactor: Redactor::default(),
@@ -117,6 +117,16 @@ impl Rpc {
             parse_budget: Budget::REPLY,
             raw_unanswered: 0,
         }
+    }
+
+    /// The wire under this client (byte counts, exit, stderr).
+    pub fn wire(&self) -> &dyn Wire {
+        self.wire.as_ref()
+    }
+
+    /// Ends the connection (a process's measured teardown) and says how it ended.
+    pub fn close(self, grace: Grace) -> Closing {
+        self.wire.close(grace)
     }
 
     /// Whether the run's deadline has passed.
@@ -130,15 +140,13 @@ impl Rpc {
         if let Some(p) = params {
             msg["params"] = p;
         }
-        self.write(&msg) == SendOutcome::Sent
+        self.write(&msg) == Sent::Sent
     }
 
     /// Writes one raw line (the caller's bytes plus a newline), for robustness checks.
     pub fn send_raw(&mut self, bytes: &[u8]) -> bool {
-        let mut line = bytes.to_vec();
-        line.push(b'\n');
         self.raw_unanswered += 1;
-        self.server.send(line, Instant::now() + WRITE_WAIT) == SendOutcome::Sent
+        self.wire.send_raw(bytes.to_vec(), Instant::now() + WRITE_WAIT) == Sent::Sent
     }
 
     /// Sends a request without waiting; returns its id, or `None` if it could not be sent.
@@ -149,7 +157,7 @@ impl Rpc {
         if let Some(p) = params {
             msg["params"] = p;
         }
-        (self.write(&msg) == SendOutcome::Sent).then(|| Value::from(id))
+        (self.write(&msg) == Sent::Sent).then(|| Value::from(id))
     }
 
     /// Sends a request and waits for its reply.
@@ -167,13 +175,13 @@ impl Rpc {
         }
         let started = Instant::now();
         match self.write(&msg) {
-            SendOutcome::Sent => {}
-            SendOutcome::Full => {
+            Sent::Sent => {}
+            Sent::Full => {
                 return Err(NoReply::Timeout {
                     waited_ms: started.elapsed().as_millis() as u64,
                 });
             }
-            SendOutcome::Closed => {
+            Sent::Closed => {
                 // Usually the server has exited: say so if its exit shows up promptly.
                 return match self.wait_for(&Value::from(id), DRAIN_AFTER_EXIT) {
                     Err(NoReply::Exited) => Err(NoReply::Exited),
@@ -186,10 +194,9 @@ impl Rpc {
 
     /// Queues a message, waiting at most `WRITE_WAIT` for room (a server that never reads
     /// its stdin must not hang us).
-    fn write(&mut self, msg: &Value) -> SendOutcome {
-        let mut line = serde_json::to_vec(msg).expect("serializing a Value cannot fail");
-        line.push(b'\n');
-        self.server.send(line, Instant::now() + WRITE_WAIT)
+    fn write(&mut self, msg: &Value) -> Sent {
+        let message = serde_json::to_vec(msg).expect("serializing a Value cannot fail");
+        self.wire.send(message, Instant::now() + WRITE_WAIT)
     }
 
     /// Waits for the reply carrying `id`, handling everything else that arrives meanwhile.
@@ -219,15 +226,15 @@ impl Rpc {
         if let Some(run_deadline) = self.deadline {
             deadline = deadline.min(run_deadline);
         }
-        let mut exited = self.server.exit_status().is_some();
+        let mut exited = self.wire.exit().is_some();
         if exited {
             deadline = deadline.min(Instant::now() + DRAIN_AFTER_EXIT);
         }
         loop {
-            if exited && self.server.stdout_closed() {
+            if exited && self.wire.output_closed() {
                 return Err(NoReply::Exited);
             }
-            let Some(event) = self.server.next_event(deadline) else {
+            let Some(event) = self.wire.next(deadline) else {
                 if exited {
                     return Err(NoReply::Exited);
                 }
@@ -236,26 +243,26 @@ impl Rpc {
                 });
             };
             match event {
-                Event::Exited(_) => {
+                WireEvent::Exited(_) => {
                     exited = true;
                     // Lines written just before the exit may still be in the pipe.
                     deadline = deadline.min(Instant::now() + DRAIN_AFTER_EXIT);
                 }
-                Event::StdoutClosed => {
+                WireEvent::OutputClosed => {
                     if !exited {
                         // A crashing server closes stdout as it exits: wait a moment for
                         // the exit, so the record says "exited" rather than "closed stdout".
                         let until = Instant::now() + DRAIN_AFTER_EXIT;
-                        while self.server.exit_status().is_none() {
-                            if self.server.next_event(until).is_none() && Instant::now() >= until {
+                        while self.wire.exit().is_none() {
+                            if self.wire.next(until).is_none() && Instant::now() >= until {
                                 return Err(NoReply::StdoutClosed);
                             }
                         }
                         return Err(NoReply::Exited);
                     }
                 }
-                Event::Stdout(Frame::Oversize(bytes)) => return Err(NoReply::Oversize { bytes }),
-                Event::Stdout(Frame::Line(line)) => {
+                WireEvent::Frame(Frame::Oversize(bytes)) => return Err(NoReply::Oversize { bytes }),
+                WireEvent::Frame(Frame::Line(line)) => {
                     if let Some(reply) = self.on_line(&line, accept, pending) {
                         return reply;
                     }
@@ -389,14 +396,13 @@ impl Rpc {
                         json!({"code": -32601, "message": "mcp-witness does not handle this request"});
                     json!({"jsonrpc": "2.0", "id": id, "error": error})
                 };
-                let mut line = serde_json::to_vec(&reply).expect("serializing a Value cannot fail");
-                line.push(b'\n');
+                let message = serde_json::to_vec(&reply).expect("serializing a Value cannot fail");
                 // Never wait to answer: a server that floods requests without reading its
                 // stdin gets its answers dropped (the transport bounds the bytes queued), not
                 // our probe hung.
-                match self.server.send(line, Instant::now()) {
-                    SendOutcome::Sent if method == "ping" => "{}",
-                    SendOutcome::Sent => "-32601",
+                match self.wire.send(message, Instant::now()) {
+                    Sent::Sent if method == "ping" => "{}",
+                    Sent::Sent => "-32601",
                     _ => "dropped",
                 }
             }
@@ -433,7 +439,7 @@ fn classify_reply(mut msg: Map<String, Value>) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::{Grace, SpawnSpec};
+    use crate::wire::stdio::{Server, SpawnSpec};
 
     /// A server in sh: answers its first line with an error whose id is null, its second
     /// with a result for id 1.
@@ -447,7 +453,7 @@ mod tests {
             cwd: None,
             max_line: 1 << 20,
         };
-        Rpc::new(Server::spawn(&spec).unwrap())
+        Rpc::new(Box::new(Server::spawn(&spec).unwrap()))
     }
 
     #[test]
@@ -461,7 +467,7 @@ mod tests {
                 message: "bad line".into()
             })
         );
-        rpc.server.teardown(Grace::default());
+        rpc.close(Grace::default());
     }
 
     #[test]
@@ -471,6 +477,6 @@ mod tests {
         let reply = rpc.request("ping", None, Duration::from_secs(10));
         assert_eq!(reply, Ok(Reply::Result(json!({}))));
         assert_eq!(rpc.traffic.unmatched_replies, 1);
-        rpc.server.teardown(Grace::default());
+        rpc.close(Grace::default());
     }
 }

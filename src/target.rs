@@ -5,14 +5,14 @@ use std::path::PathBuf;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::framing::DEFAULT_MAX_LINE;
-use crate::transport::Grace;
+use crate::wire::framing::DEFAULT_MAX_LINE;
+use crate::wire::stdio::Grace;
 
 use crate::mcp::EraChoice;
 use crate::probe::outcome::TargetSeen;
 use crate::program;
 use crate::redact::Redactor;
-use crate::transport::SpawnSpec;
+use crate::wire::stdio::SpawnSpec;
 
 /// The whole probe is bounded by this unless `--deadline` says otherwise.
 pub const PROBE_DEADLINE: Duration = Duration::from_secs(60);

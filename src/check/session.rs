@@ -19,7 +19,7 @@ use crate::probe::outcome::{Bound, Silence, TargetSeen};
 use crate::redact::Redactor;
 use crate::rpc::{NoReply, Reply, Rpc, Traffic};
 use crate::text::truncate;
-use crate::transport::{Server, SpawnSpec, StderrLog, Teardown};
+use crate::wire::stdio::{Server, SpawnSpec, StderrLog, Teardown};
 
 /// A list method walked across its pages.
 #[derive(Debug, Clone, Default)]
@@ -218,7 +218,7 @@ impl<'o> Ctx<'o> {
         match Server::spawn(spec) {
             Ok(server) => {
                 self.stderr = Some(Arc::clone(&server.stderr));
-                let mut rpc = Rpc::new(server);
+                let mut rpc = Rpc::new(Box::new(server));
                 rpc.redactor = self.redactor.clone();
                 rpc.deadline = Some(self.deadline);
                 self.rpc = Some(rpc);
@@ -383,13 +383,13 @@ impl<'o> Ctx<'o> {
             Bound::Timeout
         };
         self.bound = Some(bound);
-        let server = &rpc.server;
+        let stats = rpc.wire().stats();
         self.silence = Some(Silence {
             step: step.to_string(),
             waited_ms: *waited_ms,
-            stdout_bytes: server.stdout_bytes(),
-            stderr_bytes: server.stderr_bytes(),
-            alive: server.exit_status().is_none(),
+            stdout_bytes: stats.output_bytes,
+            stderr_bytes: stats.stderr_bytes,
+            alive: rpc.wire().exit().is_none(),
         });
     }
 
@@ -732,27 +732,31 @@ impl<'o> Ctx<'o> {
         };
         // Take in whatever events are already there (an exit, say) without waiting.
         let _ = rpc.wait_reply(&|_| false, Duration::from_millis(0));
-        rpc.server.exit_status().is_none()
+        rpc.wire().exit().is_none()
     }
 
     /// Stops the main process and keeps its teardown (with the escapees and survivors of the
     /// side runs, other processes of the same server, added to it), its traffic and byte
     /// counts, and (when it had died) its stderr tail.
     pub fn stop_main(&mut self) -> Option<&Teardown> {
-        let rpc = self.rpc.take()?;
-        let died = rpc.server.exit_status().is_some();
-        self.earlier_stdout += rpc.server.stdout_bytes();
+        let mut rpc = self.rpc.take()?;
+        let died = rpc.wire().exit().is_some();
+        self.earlier_stdout += rpc.wire().stats().output_bytes;
+        let traffic = std::mem::take(&mut rpc.traffic);
         self.earlier_traffic =
-            crate::probe::merge_traffic(std::mem::take(&mut self.earlier_traffic), rpc.traffic);
+            crate::probe::merge_traffic(std::mem::take(&mut self.earlier_traffic), traffic);
         let stderr = self.stderr.take();
-        let mut td = rpc.server.teardown(self.opts.server.grace);
-        for side in self.join_side_runs() {
-            td.escapees.extend(side.escapees);
-            td.survivors.extend(side.survivors);
+        let closing = rpc.close(self.opts.server.grace);
+        let sides = self.join_side_runs();
+        if let Some(mut td) = closing.into_teardown() {
+            for side in sides {
+                td.escapees.extend(side.escapees);
+                td.survivors.extend(side.survivors);
+            }
+            td.survivors.sort_unstable();
+            td.survivors.dedup();
+            self.teardown = Some(td);
         }
-        td.survivors.sort_unstable();
-        td.survivors.dedup();
-        self.teardown = Some(td);
         if let Some(log) = stderr.as_ref().and_then(|s| s.lock().ok().map(|l| l.clone())) {
             self.earlier_stderr += log.bytes;
             if died || self.could_not_run.is_some() {
@@ -820,7 +824,7 @@ fn side_run(
     spec: &SpawnSpec,
     version: &str,
     timeout: Duration,
-    grace: crate::transport::Grace,
+    grace: crate::wire::stdio::Grace,
     deadline: Instant,
     done: std::sync::mpsc::Sender<SideRun>,
 ) -> Option<Teardown> {
@@ -842,7 +846,7 @@ fn side_run(
             return None;
         }
     };
-    let mut rpc = Rpc::new(server);
+    let mut rpc = Rpc::new(Box::new(server));
     rpc.deadline = Some(deadline);
     // Only protocolVersion and an error are read: a reply needs no more than this, text too.
     rpc.parse_budget = crate::json_budget::Budget::small(1 << 20);
@@ -871,22 +875,22 @@ fn side_run(
     }
     // Did it stay up? Give an exit a moment to show.
     let _ = rpc.wait_reply(&|_| false, Duration::from_millis(100));
-    if let Some(status) = rpc.server.exit_status() {
-        run.exited = Some(match crate::transport::ExitInfo::from(status) {
-            crate::transport::ExitInfo::Code(c) => format!("exited with code {c}"),
-            crate::transport::ExitInfo::Signal(s) => format!("was killed by signal {s}"),
+    if let Some(status) = rpc.wire().exit() {
+        run.exited = Some(match status {
+            crate::wire::stdio::ExitInfo::Code(c) => format!("exited with code {c}"),
+            crate::wire::stdio::ExitInfo::Signal(s) => format!("was killed by signal {s}"),
         });
     }
     // The result goes out first: a slow teardown does not hold the checks up.
     let _ = done.send(run);
-    Some(rpc.server.teardown(grace))
+    rpc.close(grace).into_teardown()
 }
 
 /// The redacted stderr tail of a process, without a partial first line (it could hold the
 /// end of a secret the redactor no longer recognises).
 fn redacted_tail(redactor: &Redactor, log: &StderrLog) -> String {
     let mut tail = redactor.text(&log.text_tail());
-    if log.bytes as usize > crate::transport::STDERR_HEAD {
+    if log.bytes as usize > crate::wire::stdio::STDERR_HEAD {
         let cut = tail.find('\n').map_or(tail.len(), |i| i + 1);
         tail.drain(..cut);
     }

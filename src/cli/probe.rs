@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::server_args::{RecordArgs, Recorded, Recorder, ServerArgs, parse_call_secs};
 use crate::probe::outcome::{Observation, Verdict};
 use crate::probe::{CallRequest, ProbeOptions, probe, record};
-use crate::transport::ExitInfo;
+use crate::wire::stdio::ExitInfo;
 
 /// Probe a stdio MCP server: handshake, list every page of tools, optionally call one tool,
 /// tear the server down, record a signed evidence block.

@@ -11,9 +11,9 @@ use serde_json::{Map, Value};
 use crate::config;
 use crate::evidence::append::{Outcome, append};
 use crate::evidence::keys;
-use crate::framing::DEFAULT_MAX_LINE;
 use crate::probe::EraChoice;
 use crate::target::ServerOptions;
+use crate::wire::framing::DEFAULT_MAX_LINE;
 
 /// The server to run and how to talk to it.
 #[derive(Debug, Args)]

@@ -11,7 +11,7 @@ use super::analyze::{self, Analysis, Verdict};
 use super::{Domain, NEGATIVE_CONTROL, STATUS_TOOL};
 use crate::kit::serve::MODERN_VERSION;
 use crate::rpc::{Reply, Rpc};
-use crate::transport::{Grace, Server, SpawnSpec};
+use crate::wire::stdio::{Grace, Server, SpawnSpec};
 
 /// The name the control client gives in `clientInfo`.
 pub const DRIVER_NAME: &str = "mcp-witness-drive";
@@ -327,7 +327,7 @@ pub fn drive_domain(d: Domain, era: Era) -> DomainRun {
         args: vec!["serve".into(), "--log".into(), log.display().to_string()],
         env: Vec::new(),
         cwd: None,
-        max_line: crate::framing::DEFAULT_MAX_LINE,
+        max_line: crate::wire::framing::DEFAULT_MAX_LINE,
     };
     let server = match Server::spawn(&spec) {
         Ok(s) => s,
@@ -337,7 +337,7 @@ pub fn drive_domain(d: Domain, era: Era) -> DomainRun {
         }
     };
     let mut c = Client {
-        rpc: Rpc::new(server),
+        rpc: Rpc::new(Box::new(server)),
         era,
         listen: None,
     };
@@ -349,7 +349,7 @@ pub fn drive_domain(d: Domain, era: Era) -> DomainRun {
             Some(json!({"requestId": id, "reason": "drive done"})),
         );
     }
-    c.rpc.server.teardown(Grace::default());
+    c.rpc.close(Grace::default());
     match analyze::read_log(&log) {
         Ok(l) => run.analysis = Some(analyze::analyze(&l, &[d])),
         Err(e) => {

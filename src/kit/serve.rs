@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::{Domain, STATUS_TOOL};
-use crate::framing::{self, Frame, LineKind, Splitter};
+use crate::wire::framing::{self, Frame, LineKind, Splitter};
 
 /// Log file name when neither `--log` nor `MCP_WITNESS_LOG` says otherwise.
 pub const DEFAULT_LOG: &str = "mcp-witness-serve.jsonl";

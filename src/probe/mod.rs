@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::clock;
 use crate::redact::Redactor;
 use crate::rpc::{NoReply, Reply, Rpc};
-use crate::transport::{ExitInfo, Server, SpawnSpec};
+use crate::wire::stdio::{ExitInfo, Server, SpawnSpec};
 use outcome::*;
 
 /// The most `tools/list` pages followed before the list counts as endless.
@@ -67,7 +67,7 @@ pub(crate) struct Run<'o> {
     /// Survivors of an earlier process of this run (the discovery process under `auto`).
     earlier_survivors: Vec<u32>,
     /// Escapees of an earlier process of this run (already redacted).
-    earlier_escapees: Vec<crate::descendants::Escapee>,
+    earlier_escapees: Vec<crate::wire::descendants::Escapee>,
 }
 
 /// Probes a server. Never panics on anything the server does; every outcome is an
@@ -176,7 +176,7 @@ impl Run<'_> {
         let spec = self.spec.as_ref().expect("resolved before spawning");
         match Server::spawn(spec) {
             Ok(server) => {
-                let mut rpc = Rpc::new(server);
+                let mut rpc = Rpc::new(Box::new(server));
                 rpc.redactor = self.redactor.clone();
                 rpc.deadline = Some(self.started + self.deadline());
                 self.rpc = Some(rpc);
@@ -232,13 +232,14 @@ impl Run<'_> {
     pub(crate) fn no_reply(&mut self, step: &str, why: NoReply) -> Stop {
         match why {
             NoReply::Timeout { waited_ms } => {
-                let server = &self.rpc.as_ref().expect("spawned").server;
+                let wire = self.rpc.as_ref().expect("spawned").wire();
+                let stats = wire.stats();
                 self.obs.silence = Some(Silence {
                     step: step.to_string(),
                     waited_ms,
-                    stdout_bytes: server.stdout_bytes(),
-                    stderr_bytes: server.stderr_bytes(),
-                    alive: server.exit_status().is_none(),
+                    stdout_bytes: stats.output_bytes,
+                    stderr_bytes: stats.stderr_bytes,
+                    alive: wire.exit().is_none(),
                 });
                 self.obs.verdict = Verdict::Inconclusive;
                 let noise = self.rpc().traffic.noise_count;
@@ -269,7 +270,7 @@ impl Run<'_> {
                 Stop
             }
             NoReply::Exited => {
-                let status = self.rpc().server.exit_status().map(ExitInfo::from);
+                let status = self.rpc().wire().exit();
                 let how = match status {
                     Some(ExitInfo::Code(c)) => format!("exited with code {c}"),
                     Some(ExitInfo::Signal(s)) => format!("was killed by signal {s}"),
@@ -317,18 +318,19 @@ impl Run<'_> {
     }
 
     /// Tears down the current process (if any), keeping its stderr byte count.
-    pub(crate) fn stop_server(&mut self) -> Option<crate::transport::Teardown> {
-        let rpc = self.rpc.take()?;
-        self.obs.traffic = merge_traffic(std::mem::take(&mut self.obs.traffic), rpc.traffic);
-        let stderr = std::sync::Arc::clone(&rpc.server.stderr);
-        let mut teardown = rpc.server.teardown(self.opts.server.grace);
+    pub(crate) fn stop_server(&mut self) -> Option<crate::wire::stdio::Teardown> {
+        let mut rpc = self.rpc.take()?;
+        let traffic = std::mem::take(&mut rpc.traffic);
+        self.obs.traffic = merge_traffic(std::mem::take(&mut self.obs.traffic), traffic);
+        let stderr = rpc.wire().stderr();
+        let mut teardown = rpc.close(self.opts.server.grace).into_teardown()?;
         for e in &mut teardown.escapees {
             e.argv = self.redactor.argv(&e.argv);
         }
-        if let Ok(log) = stderr.lock() {
+        if let Some(Ok(log)) = stderr.as_ref().map(|s| s.lock()) {
             self.stderr_total += log.bytes;
             let mut tail = self.redactor.text(&log.text_tail());
-            if log.bytes as usize > crate::transport::STDERR_HEAD {
+            if log.bytes as usize > crate::wire::stdio::STDERR_HEAD {
                 // The tail starts mid-line: drop that partial line, which could hold the end
                 // of a secret the redactor no longer recognises.
                 let cut = tail.find('\n').map_or(tail.len(), |i| i + 1);
@@ -341,7 +343,7 @@ impl Run<'_> {
 
     fn finish(mut self, digest: Option<std::thread::JoinHandle<std::io::Result<String>>>) -> Observation {
         if let Some(rpc) = &self.rpc {
-            self.obs.timings.first_stdout = rpc.server.first_stdout_ms();
+            self.obs.timings.first_stdout = rpc.wire().stats().first_output_ms;
         }
         if let Some(mut teardown) = self.stop_server() {
             teardown
@@ -350,7 +352,7 @@ impl Run<'_> {
             let mut escapees = std::mem::take(&mut self.earlier_escapees);
             escapees.append(&mut teardown.escapees);
             escapees.sort_by_key(|e| e.pid);
-            escapees.truncate(crate::descendants::MAX_LISTED);
+            escapees.truncate(crate::wire::descendants::MAX_LISTED);
             teardown.escapees = escapees;
             self.obs.teardown = Some(teardown);
         }

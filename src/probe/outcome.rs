@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::clock::Stamp;
 use crate::rpc::Traffic;
-use crate::transport::Teardown;
+use crate::wire::stdio::Teardown;
 
 /// The probe's verdict: it covers the handshake and the tool list only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

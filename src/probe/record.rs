@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 use super::outcome::{Bound, Observation, TargetSeen};
 use crate::evidence::canonical;
 use crate::hex;
-use crate::transport::ExitInfo;
+use crate::wire::stdio::ExitInfo;
 
 fn sha256_hex(value: &Value) -> String {
     hex::encode(&Sha256::digest(canonical::to_bytes(value)))

@@ -3,7 +3,7 @@
 
 use super::Outcome;
 use crate::check::session::Ctx;
-use crate::transport::ExitInfo;
+use crate::wire::stdio::ExitInfo;
 
 /// The likely cause of a stdout line that is not a JSON-RPC message.
 fn likely_cause(line: &str) -> &'static str {
@@ -186,8 +186,8 @@ pub fn survival(ctx: &mut Ctx<'_>) -> Outcome {
     let how = ctx
         .rpc
         .as_ref()
-        .and_then(|r| r.server.exit_status())
-        .map(|s| match ExitInfo::from(s) {
+        .and_then(|r| r.wire().exit())
+        .map(|s| match s {
             ExitInfo::Code(c) => format!("exited with code {c}"),
             ExitInfo::Signal(s) => format!("was killed by signal {s}"),
         })

@@ -17,7 +17,7 @@
 //!   remembered descendant outside the group, SIGKILL after the grace, verifies each by pid
 //!   and start time, reaps the ones reparented to us, and says how each ended.
 //!
-//! Every child mcp-witness spawns goes through `transport::Server::spawn`, which registers
+//! Every child mcp-witness spawns goes through `wire::stdio::Server::spawn`, which registers
 //! its pid here under the same lock as the spawn, so a server's own direct child is never
 //! taken for an adopted orphan. An adopted orphan must also be in a session other than
 //! mcp-witness's own (a server's descendants always are, since the server is a session

@@ -1,7 +1,7 @@
 //! A spawned stdio server: its own session (no controlling terminal) and process group, the
 //! threads that read its stdout and stderr and write its stdin, one channel of events with
 //! bounded waits, and a measured teardown that leaves no process of the group behind, nor any
-//! descendant that left it (those are found by `crate::descendants`).
+//! descendant that left it (those are found by `crate::wire::descendants`).
 
 use std::io::{Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -12,8 +12,9 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::descendants::{self, Escapee, Tracker};
-use crate::framing::{Frame, Splitter};
+use super::descendants::{self, Escapee, Tracker};
+use super::framing::{Frame, Splitter};
+use super::{Closing, Sent, Wire, WireEvent, WireStats};
 use crate::sys;
 
 /// Events are buffered this many deep; a flooding server then waits on its pipe.
@@ -50,16 +51,6 @@ pub enum Event {
     StdoutClosed,
     /// The direct child exited (it has been reaped).
     Exited(ExitStatus),
-}
-
-/// What became of a write to the server's stdin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SendOutcome {
-    Sent,
-    /// Stdin is closed (the server exited or closed it).
-    Closed,
-    /// The server has not read its stdin for as long as we were willing to wait.
-    Full,
 }
 
 /// How a process ended.
@@ -236,9 +227,9 @@ impl Server {
 
     /// Queues bytes for the server's stdin, waiting for room until `deadline` at most. Room
     /// means fewer than `STDIN_QUEUE_BYTES` queued with these bytes (or nothing queued).
-    pub fn send(&self, bytes: Vec<u8>, deadline: Instant) -> SendOutcome {
+    pub fn send(&self, bytes: Vec<u8>, deadline: Instant) -> Sent {
         let Some(stdin) = &self.stdin else {
-            return SendOutcome::Closed;
+            return Sent::Closed;
         };
         let len = bytes.len();
         let mut bytes = bytes;
@@ -248,10 +239,10 @@ impl Server {
                 // Counted before it is handed over, so the writer never subtracts first.
                 self.stdin_queued.fetch_add(len, Ordering::AcqRel);
                 match stdin.try_send(bytes) {
-                    Ok(()) => return SendOutcome::Sent,
+                    Ok(()) => return Sent::Sent,
                     Err(mpsc::TrySendError::Disconnected(_)) => {
                         unqueue(&self.stdin_queued, len);
-                        return SendOutcome::Closed;
+                        return Sent::Closed;
                     }
                     Err(mpsc::TrySendError::Full(b)) => {
                         unqueue(&self.stdin_queued, len);
@@ -260,7 +251,7 @@ impl Server {
                 }
             }
             if Instant::now() >= deadline {
-                return SendOutcome::Full;
+                return Sent::Full;
             }
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -488,6 +479,50 @@ impl LineCredit {
     }
 }
 
+impl Wire for Server {
+    fn send(&mut self, mut message: Vec<u8>, deadline: Instant) -> Sent {
+        message.push(b'\n');
+        Server::send(self, message, deadline)
+    }
+
+    fn send_raw(&mut self, mut bytes: Vec<u8>, deadline: Instant) -> Sent {
+        bytes.push(b'\n');
+        Server::send(self, bytes, deadline)
+    }
+
+    fn next(&mut self, deadline: Instant) -> Option<WireEvent> {
+        Some(match self.next_event(deadline)? {
+            Event::Stdout(frame) => WireEvent::Frame(frame),
+            Event::StdoutClosed => WireEvent::OutputClosed,
+            Event::Exited(status) => WireEvent::Exited(ExitInfo::from(status)),
+        })
+    }
+
+    fn exit(&self) -> Option<ExitInfo> {
+        self.exit.map(ExitInfo::from)
+    }
+
+    fn output_closed(&self) -> bool {
+        self.stdout_closed
+    }
+
+    fn stats(&self) -> WireStats {
+        WireStats {
+            output_bytes: self.stdout_bytes(),
+            stderr_bytes: self.stderr_bytes(),
+            first_output_ms: self.first_stdout_ms(),
+        }
+    }
+
+    fn stderr(&self) -> Option<Arc<Mutex<StderrLog>>> {
+        Some(Arc::clone(&self.stderr))
+    }
+
+    fn close(self: Box<Self>, grace: Grace) -> Closing {
+        Closing::Process(self.teardown(grace))
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         self.credit.close();
@@ -650,9 +685,9 @@ mod tests {
         // The pipe takes 64 KiB, the queue 1 MiB: within a few dozen sends room runs out.
         for _ in 0..64 {
             match server.send(message.clone(), Instant::now()) {
-                SendOutcome::Sent => sent += 1,
+                Sent::Sent => sent += 1,
                 other => {
-                    assert_eq!(other, SendOutcome::Full);
+                    assert_eq!(other, Sent::Full);
                     break;
                 }
             }
@@ -666,7 +701,7 @@ mod tests {
         // One message larger than the bound still goes when nothing else is queued.
         let big = Server::spawn(&sh("sleep 300")).unwrap();
         let line = vec![b'y'; 2 * STDIN_QUEUE_BYTES];
-        assert_eq!(big.send(line, Instant::now()), SendOutcome::Sent);
+        assert_eq!(big.send(line, Instant::now()), Sent::Sent);
         let grace = Grace {
             eof: Duration::from_millis(50),
             term: Duration::from_secs(2),
