@@ -61,6 +61,7 @@ pub mod probe;
 pub mod program;
 pub mod redact;
 pub mod rpc;
+pub mod session;
 pub mod sys;
 pub mod target;
 pub(crate) mod text;

@@ -417,6 +417,40 @@ impl Rpc {
     }
 }
 
+/// A reply in words, for reasons and messages.
+pub fn describe(reply: &Result<Reply, NoReply>) -> String {
+    match reply {
+        Ok(Reply::Result(_)) => "returned a result".into(),
+        Ok(Reply::Error { code, message, .. }) => {
+            format!("returned error {code}: {}", crate::text::truncate(message, 200))
+        }
+        Ok(Reply::Malformed(_)) => "returned a reply with neither result nor error".into(),
+        Err(why) => describe_no_reply(why),
+    }
+}
+
+/// Why no reply came, in words.
+pub fn describe_no_reply(why: &NoReply) -> String {
+    match why {
+        NoReply::Timeout { waited_ms } => format!("got no reply within {waited_ms} ms"),
+        NoReply::Exited => "got no reply: the server exited".into(),
+        NoReply::StdoutClosed => "got no reply: the server closed its stdout".into(),
+        NoReply::Oversize { bytes } => format!("got a line longer than the bound ({bytes} bytes)"),
+        NoReply::StdinClosed => "could not be sent: the server's stdin is closed".into(),
+        NoReply::TooComplex { bytes } => {
+            format!("got a reply too complex to hold ({bytes} bytes, past the parse budget)")
+        }
+        NoReply::DuplicateIdKey { keys } => {
+            format!("got a reply with the `id` key {keys} times (ambiguous)")
+        }
+        NoReply::ErrorWithNullId { code, message } => format!(
+            "got an error with id null ({}: {})",
+            code.map_or_else(|| "no code".to_string(), |c| c.to_string()),
+            crate::text::truncate(message, 200)
+        ),
+    }
+}
+
 fn classify_reply(mut msg: Map<String, Value>) -> Reply {
     if let Some(err) = msg.get_mut("error") {
         let code = err.get("code").and_then(Value::as_i64);

@@ -14,7 +14,7 @@ use crate::probe::outcome::Bound;
 use checks::Input;
 
 pub use model::{CheckReport, CheckResult, Counts, Severity, Status};
-pub use session::{Ctx, Listing, Probed, SideRun};
+pub use session::{Ctx, Probed, SideRun};
 
 /// What `check` is asked to do.
 #[derive(Debug, Clone)]

@@ -5,53 +5,18 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::CheckOptions;
 use super::model::{CheckReport, CheckResult, SessionSeen};
 use crate::clock;
-use crate::mcp::code::UNSUPPORTED_VERSION;
-use crate::mcp::{
-    CLIENT_NAME, DEFAULT_LEGACY, DEFAULT_MODERN, Era, EraChoice, MODERN_VERSIONS, ServerInfo, modern_meta,
-};
-use crate::probe::MAX_PAGES;
+use crate::mcp::{CLIENT_NAME, DEFAULT_LEGACY, Era, EraChoice, ServerInfo};
 use crate::probe::outcome::{Bound, Silence, TargetSeen};
 use crate::redact::Redactor;
 use crate::rpc::{NoReply, Reply, Rpc, Traffic};
+use crate::session::{Connector, Envelope, HandshakeError, ListSpec, Listing, Plan};
 use crate::text::truncate;
 use crate::wire::stdio::{Server, SpawnSpec, StderrLog, Teardown};
-
-/// A list method walked across its pages.
-#[derive(Debug, Clone, Default)]
-pub struct Listing {
-    /// The capability was declared.
-    pub declared: bool,
-    /// The list was requested.
-    pub fetched: bool,
-    /// The items kept for the checks: at most `ITEMS_KEEP` of them and `ITEMS_KEEP_COST`
-    /// of estimated structure, in reply order.
-    pub items: Vec<Value>,
-    /// Items seen across every page (kept or not).
-    pub items_seen: u64,
-    /// Items or names were left out to stay within the bounds.
-    pub cut: bool,
-    /// Estimated structure of `items`.
-    kept_cost: usize,
-    pub pages: u64,
-    /// Names (or URIs) per page, in order: at most `NAMES_KEEP` in all.
-    pub page_names: Vec<Vec<String>>,
-    pub repeated_cursor: Option<String>,
-    pub empty_cursor: bool,
-    /// An error reply, a wrong shape, or no reply: what stopped the walk.
-    pub problem: Option<String>,
-}
-
-/// Items of one list kept for the checks, however many the server lists.
-const ITEMS_KEEP: usize = 10_000;
-/// Estimated structure of the items kept (see `json_budget::cost`).
-const ITEMS_KEEP_COST: usize = 16 << 20;
-/// Names kept across the pages of one list (for the duplicate check).
-const NAMES_KEEP: usize = 20_000;
 
 /// What became of a raw line sent by `probe_line`.
 #[derive(Debug, Clone, PartialEq)]
@@ -115,6 +80,8 @@ pub struct Ctx<'o> {
     pub rpc: Option<Rpc>,
     pub era: Era,
     pub protocol_version: Option<String>,
+    /// What every request of the main session carries (`_meta` in the modern era).
+    envelope: Envelope,
     /// The initialize (legacy) or server/discover (modern) result.
     pub init: Option<Map<String, Value>>,
     pub server: Option<ServerInfo>,
@@ -168,11 +135,16 @@ impl<'o> Ctx<'o> {
             rpc: None,
             era: Era::Legacy,
             protocol_version: None,
+            envelope: Envelope {
+                era: Era::Legacy,
+                version: DEFAULT_LEGACY.into(),
+                client: CLIENT_NAME,
+            },
             init: None,
             server: None,
-            tools: Listing::default(),
-            resources: Listing::default(),
-            prompts: Listing::default(),
+            tools: Listing::not_fetched(false),
+            resources: Listing::not_fetched(false),
+            prompts: Listing::not_fetched(false),
             could_not_run: None,
             redactor: prepared.redactor,
             teardown: None,
@@ -213,24 +185,6 @@ impl<'o> Ctx<'o> {
         ctx
     }
 
-    fn spawn(&mut self) -> bool {
-        let spec = self.spec.as_ref().expect("resolved");
-        match Server::spawn(spec) {
-            Ok(server) => {
-                self.stderr = Some(Arc::clone(&server.stderr));
-                let mut rpc = Rpc::new(Box::new(server));
-                rpc.redactor = self.redactor.clone();
-                rpc.deadline = Some(self.deadline);
-                self.rpc = Some(rpc);
-                true
-            }
-            Err(e) => {
-                self.could_not_run = Some(format!("cannot start {}: {e}", spec.program.display()));
-                false
-            }
-        }
-    }
-
     /// The main session's handshake, then (legacy era) the version-negotiation side runs.
     /// The side runs start only once the main handshake is done, so that a slow-starting
     /// server's main wait never competes with two more copies of it for the cores.
@@ -241,141 +195,37 @@ impl<'o> Ctx<'o> {
         }
     }
 
-    /// Spawns the server and runs the handshake of `choice`; on failure sets `could_not_run`.
+    /// Connects and runs the handshake of `choice` (the session engine); on failure sets
+    /// `could_not_run`.
     fn open_session(&mut self, choice: EraChoice) {
-        if !self.spawn() {
-            return;
-        }
-        if matches!(choice, EraChoice::Modern | EraChoice::Auto) {
-            match self.discover() {
-                Discovery::Modern => return,
-                Discovery::Failed(why) => {
-                    self.could_not_run = Some(why);
-                    return;
-                }
-                Discovery::NotModern(why) if choice == EraChoice::Modern => {
-                    self.could_not_run = Some(format!("server/discover {why}"));
-                    return;
-                }
-                Discovery::NotModern(_) => {
-                    // auto: fall back to legacy on a fresh process.
-                    self.stop_main();
-                    if !self.spawn() {
-                        return;
-                    }
-                }
+        let opts = self.opts;
+        let plan = Plan {
+            choice,
+            version: opts.server.protocol_version.as_deref(),
+            timeout: opts.server.timeout,
+            client: CLIENT_NAME,
+        };
+        let (rpc, hs, outcome) = crate::session::open(self, &plan);
+        self.rpc = rpc;
+        self.era = hs.era;
+        self.envelope = hs.envelope();
+        self.protocol_version = hs.version.clone();
+        self.server = hs.server;
+        self.init = hs.result;
+        if let Err(e) = outcome {
+            if let HandshakeError::NoReply {
+                step,
+                why: NoReply::Timeout { waited_ms },
+            } = &e
+            {
+                self.note_silence(step, *waited_ms);
             }
-        }
-        let version = self
-            .opts
-            .server
-            .protocol_version
-            .clone()
-            .filter(|v| !MODERN_VERSIONS.contains(&v.as_str()))
-            .unwrap_or_else(|| DEFAULT_LEGACY.into());
-        let params = crate::mcp::initialize_params(&version, CLIENT_NAME);
-        let timeout = self.opts.server.timeout;
-        let reply = self
-            .rpc
-            .as_mut()
-            .expect("spawned")
-            .request("initialize", Some(params), timeout);
-        match reply {
-            Ok(Reply::Result(Value::Object(map))) => {
-                self.era = Era::Legacy;
-                self.protocol_version = map
-                    .get("protocolVersion")
-                    .and_then(Value::as_str)
-                    .map(|v| truncate(v, 64));
-                self.server = crate::mcp::server_info(map.get("serverInfo"));
-                self.init = Some(map);
-                if let Some(rpc) = self.rpc.as_mut() {
-                    rpc.notify("notifications/initialized", None);
-                }
-            }
-            other => {
-                self.note_silence("initialize", &other);
-                self.could_not_run = Some(format!("initialize {}", describe(&other)));
-            }
-        }
-    }
-
-    /// `server/discover`, retried once with a version the server names in a -32022 error.
-    /// A -32022 answer is a modern server even when it shares no version with this tool.
-    fn discover(&mut self) -> Discovery {
-        let mut version = self
-            .opts
-            .server
-            .protocol_version
-            .clone()
-            .unwrap_or_else(|| DEFAULT_MODERN.into());
-        let mut retried = false;
-        loop {
-            let params = json!({"_meta": modern_meta(&version)});
-            let timeout = self.opts.server.timeout;
-            let reply = self
-                .rpc
-                .as_mut()
-                .expect("spawned")
-                .request("server/discover", Some(params), timeout);
-            match reply {
-                Ok(Reply::Result(Value::Object(map)))
-                    if map.get("supportedVersions").is_some_and(Value::is_array) =>
-                {
-                    self.era = Era::Modern;
-                    self.protocol_version = Some(version);
-                    self.server = crate::mcp::server_info(
-                        map.get("_meta")
-                            .and_then(|m| m.get(crate::mcp::meta::SERVER_INFO)),
-                    );
-                    self.init = Some(map);
-                    return Discovery::Modern;
-                }
-                Ok(Reply::Error {
-                    code: UNSUPPORTED_VERSION,
-                    data,
-                    ..
-                }) => {
-                    self.era = Era::Modern;
-                    let supported: Vec<String> = data
-                        .as_ref()
-                        .and_then(|d| d.get("supported"))
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(Value::as_str)
-                                .take(8)
-                                .map(|v| truncate(v, 64))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    match supported.iter().find(|v| MODERN_VERSIONS.contains(&v.as_str())) {
-                        Some(v) if !retried && *v != version => {
-                            version = v.clone();
-                            retried = true;
-                        }
-                        _ => {
-                            return Discovery::Failed(format!(
-                                "no common version: server/discover answered -32022, the server supports {supported:?}; this tool speaks {MODERN_VERSIONS:?} in the modern era"
-                            ));
-                        }
-                    }
-                }
-                other => {
-                    if self.opts.server.era == EraChoice::Modern {
-                        self.note_silence("server/discover", &other);
-                    }
-                    return Discovery::NotModern(describe(&other));
-                }
-            }
+            self.could_not_run = Some(e.sentence());
         }
     }
 
     /// Records a handshake wait that ended without a reply while the server was alive.
-    fn note_silence(&mut self, step: &str, reply: &Result<Reply, NoReply>) {
-        let Err(NoReply::Timeout { waited_ms }) = reply else {
-            return;
-        };
+    fn note_silence(&mut self, step: &str, waited_ms: u64) {
         let Some(rpc) = self.rpc.as_mut() else { return };
         let bound = if rpc.past_deadline() {
             Bound::Deadline
@@ -386,7 +236,7 @@ impl<'o> Ctx<'o> {
         let stats = rpc.wire().stats();
         self.silence = Some(Silence {
             step: step.to_string(),
-            waited_ms: *waited_ms,
+            waited_ms,
             stdout_bytes: stats.output_bytes,
             stderr_bytes: stats.stderr_bytes,
             alive: rpc.wire().exit().is_none(),
@@ -437,10 +287,10 @@ impl<'o> Ctx<'o> {
             .and_then(|i| i.get("capabilities"))
             .cloned()
             .unwrap_or(Value::Null);
-        for (cap, method, key) in [
-            ("tools", "tools/list", "tools"),
-            ("resources", "resources/list", "resources"),
-            ("prompts", "prompts/list", "prompts"),
+        for (cap, spec) in [
+            ("tools", ListSpec::TOOLS),
+            ("resources", ListSpec::RESOURCES),
+            ("prompts", ListSpec::PROMPTS),
         ] {
             let declared = caps.get(cap).is_some();
             let wanted = match cap {
@@ -458,63 +308,21 @@ impl<'o> Ctx<'o> {
                         || self.opts.any_selected(&format!("pagination.{other}"))
                 }
             };
-            let mut listing = if declared && wanted {
-                self.walk(method, key)
-            } else {
-                Listing::default()
+            let mut listing = match self.rpc.as_mut() {
+                Some(rpc) if declared && wanted => crate::session::walk(
+                    rpc,
+                    &self.envelope,
+                    self.opts.server.timeout,
+                    spec,
+                    &mut |_, _| {},
+                ),
+                _ => Listing::not_fetched(declared),
             };
             listing.declared = declared;
             match cap {
                 "tools" => self.tools = listing,
                 "resources" => self.resources = listing,
                 _ => self.prompts = listing,
-            }
-        }
-    }
-
-    fn walk(&mut self, method: &str, key: &str) -> Listing {
-        let mut l = Listing {
-            fetched: true,
-            ..Default::default()
-        };
-        let mut seen = std::collections::HashSet::new();
-        let mut cursor: Option<String> = None;
-        loop {
-            let params = cursor.as_ref().map(|c| json!({"cursor": c}));
-            let reply = self.request(method, params);
-            let mut page = match reply {
-                Ok(Reply::Result(r)) => r,
-                other => {
-                    l.problem = Some(format!("{method} {}", describe(&other)));
-                    return l;
-                }
-            };
-            l.pages += 1;
-            let Some(Value::Array(items)) = page.get_mut(key).map(Value::take) else {
-                l.problem = Some(format!("the {method} result has no `{key}` array"));
-                return l;
-            };
-            keep_page(&mut l, items, if key == "resources" { "uri" } else { "name" });
-            match page.get("nextCursor") {
-                None | Some(Value::Null) => return l,
-                Some(Value::String(next)) => {
-                    if next.is_empty() {
-                        l.empty_cursor = true;
-                    }
-                    if !seen.insert(<sha2::Sha256 as sha2::Digest>::digest(next.as_bytes())) {
-                        l.repeated_cursor = Some(truncate(next, 64));
-                        return l;
-                    }
-                    if l.pages >= MAX_PAGES {
-                        l.problem = Some(format!("{method} still had a nextCursor after {MAX_PAGES} pages"));
-                        return l;
-                    }
-                    cursor = Some(next.clone());
-                }
-                Some(_) => {
-                    l.problem = Some(format!("{method}: nextCursor is neither a string nor absent"));
-                    return l;
-                }
             }
         }
     }
@@ -531,15 +339,7 @@ impl<'o> Ctx<'o> {
         params: Option<Value>,
         meta: bool,
     ) -> Result<Reply, NoReply> {
-        let mut params = params;
-        if meta && self.era == Era::Modern {
-            let version = self.protocol_version.clone().unwrap_or_default();
-            let mut p = params.take().unwrap_or_else(|| json!({}));
-            if let Some(obj) = p.as_object_mut() {
-                obj.insert("_meta".into(), modern_meta(&version));
-            }
-            params = Some(p);
-        }
+        let params = if meta { self.envelope.wrap(params) } else { params };
         let timeout = self.opts.server.timeout;
         match self.rpc.as_mut() {
             Some(rpc) => rpc.request(method, params, timeout),
@@ -552,11 +352,9 @@ impl<'o> Ctx<'o> {
     /// a short grace), the raw line got no reply: this costs a round trip, not a timeout.
     pub fn probe_line(&mut self, line: &[u8], accept: &dyn Fn(Option<&Value>) -> bool) -> Probed {
         let timeout = self.opts.server.timeout;
-        let sentinel = if self.era == Era::Modern {
-            let version = self.protocol_version.clone().unwrap_or_default();
-            ("tools/list", Some(json!({"_meta": modern_meta(&version)})))
-        } else {
-            ("ping", None)
+        let sentinel = match self.era {
+            Era::Modern => ("tools/list", self.envelope.wrap(None)),
+            Era::Legacy => ("ping", None),
         };
         let Some(rpc) = self.rpc.as_mut() else {
             return Probed::NoReply(NoReply::Exited);
@@ -699,6 +497,7 @@ impl<'o> Ctx<'o> {
             self.protocol_version.clone(),
             self.init.take(),
             self.server.clone(),
+            self.envelope.clone(),
         );
         let era = if self.era == Era::Modern {
             EraChoice::Modern
@@ -714,7 +513,13 @@ impl<'o> Ctx<'o> {
             self.bound = None;
             self.stop_main();
         }
-        (self.era, self.protocol_version, self.init, self.server) = first;
+        (
+            self.era,
+            self.protocol_version,
+            self.init,
+            self.server,
+            self.envelope,
+        ) = first;
         self.step = ("restart", false, 0);
         ok
     }
@@ -820,6 +625,28 @@ impl<'o> Ctx<'o> {
     }
 }
 
+impl Connector for Ctx<'_> {
+    fn connect(&mut self) -> Result<Rpc, String> {
+        let spec = self.spec.as_ref().ok_or("the server program was not resolved")?;
+        match Server::spawn(spec) {
+            Ok(server) => {
+                self.stderr = Some(Arc::clone(&server.stderr));
+                let mut rpc = Rpc::new(Box::new(server));
+                rpc.redactor = self.redactor.clone();
+                rpc.deadline = Some(self.deadline);
+                Ok(rpc)
+            }
+            Err(e) => Err(format!("cannot start {}: {e}", spec.program.display())),
+        }
+    }
+
+    fn retire(&mut self, rpc: Rpc) -> String {
+        self.rpc = Some(rpc);
+        self.stop_main();
+        String::new()
+    }
+}
+
 fn side_run(
     spec: &SpawnSpec,
     version: &str,
@@ -895,68 +722,4 @@ fn redacted_tail(redactor: &Redactor, log: &StderrLog) -> String {
         tail.drain(..cut);
     }
     tail
-}
-
-/// What `server/discover` showed.
-enum Discovery {
-    Modern,
-    /// Not a modern server (or no answer): auto falls back to legacy.
-    NotModern(String),
-    /// A modern server this tool cannot talk to.
-    Failed(String),
-}
-
-/// Keeps what the bounds allow of one page: names for the duplicate check, items (moved,
-/// not copied) for the other checks.
-fn keep_page(l: &mut Listing, items: Vec<Value>, name_key: &str) {
-    let room = NAMES_KEEP.saturating_sub(l.page_names.iter().map(Vec::len).sum());
-    let mut names = Vec::new();
-    for n in items
-        .iter()
-        .filter_map(|t| t.get(name_key).and_then(Value::as_str))
-    {
-        if names.len() >= room {
-            l.cut = true;
-            break;
-        }
-        names.push(truncate(n, 256));
-    }
-    l.page_names.push(names);
-    for item in items {
-        l.items_seen += 1;
-        let cost = crate::json_budget::cost(&item);
-        if l.items.len() >= ITEMS_KEEP || l.kept_cost + cost > ITEMS_KEEP_COST {
-            l.cut = true;
-            continue;
-        }
-        l.kept_cost += cost;
-        l.items.push(item);
-    }
-}
-
-/// A reply in words, for reasons and messages.
-pub fn describe(reply: &Result<Reply, NoReply>) -> String {
-    match reply {
-        Ok(Reply::Result(_)) => "returned a result".into(),
-        Ok(Reply::Error { code, message, .. }) => {
-            format!("returned error {code}: {}", truncate(message, 200))
-        }
-        Ok(Reply::Malformed(_)) => "returned a reply with neither result nor error".into(),
-        Err(NoReply::Timeout { waited_ms }) => format!("got no reply within {waited_ms} ms"),
-        Err(NoReply::Exited) => "got no reply: the server exited".into(),
-        Err(NoReply::StdoutClosed) => "got no reply: the server closed its stdout".into(),
-        Err(NoReply::Oversize { bytes }) => format!("got a line longer than the bound ({bytes} bytes)"),
-        Err(NoReply::StdinClosed) => "could not be sent: the server's stdin is closed".into(),
-        Err(NoReply::TooComplex { bytes }) => {
-            format!("got a reply too complex to hold ({bytes} bytes, past the parse budget)")
-        }
-        Err(NoReply::DuplicateIdKey { keys }) => {
-            format!("got a reply with the `id` key {keys} times (ambiguous)")
-        }
-        Err(NoReply::ErrorWithNullId { code, message }) => format!(
-            "got an error with id null ({}: {})",
-            code.map_or_else(|| "no code".to_string(), |c| c.to_string()),
-            truncate(message, 200)
-        ),
-    }
 }

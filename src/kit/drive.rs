@@ -9,8 +9,9 @@ use serde_json::{Value, json};
 
 use super::analyze::{self, Analysis, Verdict};
 use super::{Domain, NEGATIVE_CONTROL, STATUS_TOOL};
-use crate::kit::serve::MODERN_VERSION;
+use crate::mcp::EraChoice;
 use crate::rpc::{Reply, Rpc};
+use crate::session::{Connector, Envelope, Handshake, HandshakeError, Plan};
 use crate::wire::stdio::{Grace, Server, SpawnSpec};
 
 /// The name the control client gives in `clientInfo`.
@@ -106,7 +107,7 @@ pub use crate::mcp::Era;
 /// The control client: JSON-RPC plus the era's request envelope.
 struct Client {
     rpc: Rpc,
-    era: Era,
+    envelope: Envelope,
     /// The id of the open `subscriptions/listen` request (modern era).
     listen: Option<Value>,
 }
@@ -114,25 +115,8 @@ struct Client {
 impl Client {
     /// Sends a request; in the modern era its params carry the `_meta` envelope.
     fn req(&mut self, method: &str, params: Value) -> Result<Reply, crate::rpc::NoReply> {
-        let params = self.envelope(params);
-        self.rpc.request(method, Some(params), TIMEOUT)
-    }
-
-    fn envelope(&self, mut params: Value) -> Value {
-        if self.era == Era::Modern {
-            let meta = crate::mcp::modern_meta_as(MODERN_VERSION, DRIVER_NAME);
-            let slot = params
-                .as_object_mut()
-                .expect("params are an object")
-                .entry("_meta")
-                .or_insert_with(|| json!({}));
-            if let (Some(slot), Some(meta)) = (slot.as_object_mut(), meta.as_object()) {
-                for (k, v) in meta {
-                    slot.insert(k.clone(), v.clone());
-                }
-            }
-        }
-        params
+        let params = self.envelope.wrap(Some(params));
+        self.rpc.request(method, params, TIMEOUT)
     }
 
     fn call_tool(&mut self, name: &str) -> Result<Reply, crate::rpc::NoReply> {
@@ -166,40 +150,38 @@ fn use_params(d: Domain, item: &str, negative: bool) -> Value {
     p
 }
 
-fn handshake(c: &mut Client, d: Domain, step: &mut impl FnMut(&str, bool, String) -> bool) -> bool {
-    let client_info = json!({"name": DRIVER_NAME, "version": env!("CARGO_PKG_VERSION")});
-    let advertises = |r: &Result<Reply, crate::rpc::NoReply>| {
-        matches!(r, Ok(Reply::Result(v))
-            if v.pointer(&format!("/capabilities/{}/listChanged", d.name())) == Some(&Value::Bool(true)))
+/// The handshake's steps: the session engine opened the session; the server must advertise
+/// listChanged for the domain, and (modern era) acknowledge `subscriptions/listen`.
+fn handshake(
+    c: &mut Client,
+    d: Domain,
+    opened: &(Handshake, Result<(), HandshakeError>),
+    step: &mut impl FnMut(&str, bool, String) -> bool,
+) -> bool {
+    let (hs, outcome) = opened;
+    let advertises = outcome.is_ok()
+        && hs
+            .capabilities()
+            .and_then(|c| c.get(d.name()))
+            .and_then(|c| c.get("listChanged"))
+            == Some(&Value::Bool(true));
+    let detail = match outcome {
+        Ok(()) => "returned a result".to_string(),
+        Err(e) => e.sentence(),
     };
-    match c.era {
-        Era::Legacy => {
-            let init = c.req(
-                "initialize",
-                json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client_info}),
-            );
-            if !step(
-                "initialize (server advertises listChanged)",
-                advertises(&init),
-                describe(&init),
-            ) {
-                return false;
-            }
-            c.rpc.notify("notifications/initialized", None);
-            true
-        }
+    match hs.era {
+        Era::Legacy => step("initialize (server advertises listChanged)", advertises, detail),
         Era::Modern => {
-            let disc = c.req("server/discover", json!({}));
             if !step(
                 "server/discover (server advertises listChanged)",
-                advertises(&disc),
-                describe(&disc),
+                advertises,
+                detail,
             ) {
                 return false;
             }
             let field = crate::kit::serve::listen_field(d);
-            let params = c.envelope(json!({"notifications": { field: true }}));
-            let sent = c.rpc.request_nowait("subscriptions/listen", Some(params));
+            let params = c.envelope.wrap(Some(json!({"notifications": { field: true }})));
+            let sent = c.rpc.request_nowait("subscriptions/listen", params);
             let acks = c.wait_notification("notifications/subscriptions/acknowledged", NOTIFY_WAIT);
             if !step(
                 &format!("subscriptions/listen {field} is acknowledged"),
@@ -214,8 +196,13 @@ fn handshake(c: &mut Client, d: Domain, step: &mut impl FnMut(&str, bool, String
     }
 }
 
-fn cycle(c: &mut Client, d: Domain, step: &mut impl FnMut(&str, bool, String) -> bool) {
-    if !handshake(c, d, step) {
+fn cycle(
+    c: &mut Client,
+    d: Domain,
+    opened: &(Handshake, Result<(), HandshakeError>),
+    step: &mut impl FnMut(&str, bool, String) -> bool,
+) {
+    if !handshake(c, d, opened, step) {
         return;
     }
     let list = c.req(d.list_method(), json!({}));
@@ -329,19 +316,27 @@ pub fn drive_domain(d: Domain, era: Era) -> DomainRun {
         cwd: None,
         max_line: crate::wire::framing::DEFAULT_MAX_LINE,
     };
-    let server = match Server::spawn(&spec) {
-        Ok(s) => s,
-        Err(e) => {
-            step("spawn serve", false, e.to_string());
-            return run;
-        }
+    let plan = Plan {
+        choice: match era {
+            Era::Legacy => EraChoice::Legacy,
+            Era::Modern => EraChoice::Modern,
+        },
+        version: None,
+        timeout: TIMEOUT,
+        client: DRIVER_NAME,
+    };
+    let (rpc, hs, outcome) = crate::session::open(&mut Spawner(spec), &plan);
+    let Some(rpc) = rpc else {
+        let why = outcome.err().map(|e| e.sentence()).unwrap_or_default();
+        step("spawn serve", false, why);
+        return run;
     };
     let mut c = Client {
-        rpc: Rpc::new(Box::new(server)),
-        era,
+        rpc,
+        envelope: hs.envelope(),
         listen: None,
     };
-    cycle(&mut c, d, &mut step);
+    cycle(&mut c, d, &(hs, outcome), &mut step);
     if let Some(id) = c.listen.take() {
         // Close the stream the way a stdio client does: cancel the listen request.
         c.rpc.notify(
@@ -394,4 +389,20 @@ pub fn report(runs: &[DomainRun]) -> String {
         ));
     }
     s
+}
+
+/// Starts `mcp-witness serve` for the session engine.
+struct Spawner(SpawnSpec);
+
+impl Connector for Spawner {
+    fn connect(&mut self) -> Result<Rpc, String> {
+        Server::spawn(&self.0)
+            .map(|s| Rpc::new(Box::new(s)))
+            .map_err(|e| format!("cannot start {}: {e}", self.0.program.display()))
+    }
+
+    fn retire(&mut self, rpc: Rpc) -> String {
+        rpc.close(Grace::default());
+        String::new()
+    }
 }

@@ -4,11 +4,10 @@
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::outcome::{CallSeen, Era};
+use super::outcome::CallSeen;
 use super::{CallRequest, Run};
 use crate::evidence::canonical;
 use crate::hex;
-use crate::mcp::modern_meta;
 use crate::rpc::{NoReply, Reply};
 use crate::text::truncate;
 
@@ -39,12 +38,11 @@ impl Run<'_> {
             self.obs.call = Some(seen);
             return;
         }
-        let mut params = json!({"name": req.tool, "arguments": req.arguments});
-        if self.obs.era == Era::Modern {
-            params["_meta"] = modern_meta(self.obs.protocol_version.as_deref().unwrap_or_default());
-        }
+        let params = self
+            .envelope
+            .wrap(Some(json!({"name": req.tool, "arguments": req.arguments})));
         let started = std::time::Instant::now();
-        let reply = self.rpc().request("tools/call", Some(params), req.timeout);
+        let reply = self.rpc().request("tools/call", params, req.timeout);
         let elapsed = started.elapsed().as_millis() as u64;
         seen.elapsed_ms = Some(elapsed);
         self.obs.timings.call = Some(elapsed);

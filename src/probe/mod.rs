@@ -14,12 +14,9 @@ use serde_json::Value;
 
 use crate::clock;
 use crate::redact::Redactor;
-use crate::rpc::{NoReply, Reply, Rpc};
-use crate::wire::stdio::{ExitInfo, Server, SpawnSpec};
+use crate::rpc::{NoReply, Rpc};
+use crate::wire::stdio::{ExitInfo, SpawnSpec};
 use outcome::*;
-
-/// The most `tools/list` pages followed before the list counts as endless.
-pub const MAX_PAGES: u64 = 1000;
 
 pub use crate::mcp::EraChoice;
 
@@ -58,6 +55,8 @@ pub(crate) struct Run<'o> {
     opts: &'o ProbeOptions,
     spec: Option<SpawnSpec>,
     rpc: Option<Rpc>,
+    /// What every request of the session carries (`_meta` in the modern era).
+    envelope: crate::session::Envelope,
     obs: Observation,
     redactor: Redactor,
     started: Instant,
@@ -91,7 +90,7 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
         target: prepared.target,
         era,
         era_detection: None,
-        protocol_requested: requested,
+        protocol_requested: requested.clone(),
         protocol_version: None,
         server: None,
         capabilities: None,
@@ -116,6 +115,11 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
         opts,
         spec: None,
         rpc: None,
+        envelope: crate::session::Envelope {
+            era,
+            version: requested.clone(),
+            client: crate::mcp::CLIENT_NAME,
+        },
         obs,
         redactor,
         started: Instant::now(),
@@ -156,11 +160,8 @@ impl Run<'_> {
         if self.spec.is_none() {
             return Err(Stop);
         }
-        match self.opts.server.era {
-            EraChoice::Legacy => self.legacy()?,
-            EraChoice::Modern => self.modern()?,
-            EraChoice::Auto => self.auto()?,
-        }
+        self.handshake()?;
+        self.list_tools()?;
         if self.obs.reasons.is_empty() {
             self.obs.verdict = Verdict::Pass;
         }
@@ -169,24 +170,6 @@ impl Run<'_> {
             self.call(&req);
         }
         Ok(())
-    }
-
-    /// Spawns a fresh server process.
-    fn spawn(&mut self) -> Step<()> {
-        let spec = self.spec.as_ref().expect("resolved before spawning");
-        match Server::spawn(spec) {
-            Ok(server) => {
-                let mut rpc = Rpc::new(Box::new(server));
-                rpc.redactor = self.redactor.clone();
-                rpc.deadline = Some(self.started + self.deadline());
-                self.rpc = Some(rpc);
-                Ok(())
-            }
-            Err(e) => {
-                let msg = format!("cannot start {}: {e}", spec.program.display());
-                Err(self.fail("spawn_failed", msg))
-            }
-        }
     }
 
     /// The bound on the whole run.
@@ -205,27 +188,6 @@ impl Run<'_> {
         let message = crate::text::truncate(&self.redactor.text(&message.into()), 1024);
         self.obs.reasons.push(Reason::new(code, message));
         Stop
-    }
-
-    /// The result of a reply, or the failure it means: an error reply (`codes.0`), a reply
-    /// with neither result nor error (`codes.1`), or no reply at all.
-    pub(crate) fn result_of(
-        &mut self,
-        step: &str,
-        codes: (&'static str, &'static str),
-        reply: Result<Reply, NoReply>,
-    ) -> Step<Value> {
-        match reply {
-            Ok(Reply::Result(r)) => Ok(r),
-            Ok(Reply::Error { code, message, .. }) => {
-                Err(self.fail(codes.0, format!("{step} got error {code}: {message}")))
-            }
-            Ok(Reply::Malformed(_)) => Err(self.fail(
-                codes.1,
-                format!("the {step} reply has neither a result nor a valid error"),
-            )),
-            Err(e) => Err(self.no_reply(step, e)),
-        }
     }
 
     /// Records why a request got no reply, as a fail or (silence) inconclusive.

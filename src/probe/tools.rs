@@ -1,13 +1,13 @@
-//! `tools/list` across every page: cursors followed with a page limit and repeat detection,
-//! each tool checked for a string `name` and an object `inputSchema`.
-
-use std::collections::HashSet;
+//! The probe's gates on the tool list, walked by the session engine across every page: each
+//! tool needs a string `name` and an object `inputSchema`, the list must not be empty, and a
+//! walk that could not finish (an error, a repeated cursor, too many pages) is a fail.
 
 use serde_json::Value;
 
 use super::outcome::ToolsSeen;
-use super::{MAX_PAGES, Run, Step};
-use crate::mcp::modern_meta;
+use super::{Run, Step};
+use crate::rpc::Reply;
+use crate::session::{ListSpec, ListStop, MAX_PAGES};
 use crate::text::truncate;
 
 /// Names beyond this many (or this many bytes in all) are not recorded: a block stays bounded.
@@ -18,105 +18,88 @@ const MAX_NAME_BYTES: usize = 4 << 20;
 const PROBLEMS_KEEP: usize = 5;
 
 impl Run<'_> {
-    /// Lists every page. `modern` carries the protocol version when requests need `_meta`.
-    pub(super) fn list_tools(&mut self, modern: Option<String>) -> Step<()> {
+    /// Lists every page and applies the gates.
+    pub(super) fn list_tools(&mut self) -> Step<()> {
         let timeout = self.opts.server.timeout;
-        let started = std::time::Instant::now();
         let mut seen = ToolsSeen {
             names_complete: true,
             ..Default::default()
         };
-        let mut cursors = HashSet::new();
-        let mut cursor: Option<String> = None;
         let mut name_bytes = 0usize;
         let mut problems = Problems::default();
-        let result = loop {
-            let mut params = serde_json::Map::new();
-            if let Some(c) = &cursor {
-                params.insert("cursor".into(), c.clone().into());
-            }
-            if let Some(v) = &modern {
-                params.insert("_meta".into(), modern_meta(v));
-            }
-            let params = (!params.is_empty()).then_some(Value::Object(params));
-            let reply = self.rpc().request("tools/list", params, timeout);
-            seen.pages += 1;
-            let page = match self.result_of("tools/list", ("tools_list_error", "tools_list_malformed"), reply)
-            {
-                Ok(page) => page,
-                Err(stop) => break Err(stop),
-            };
-            let Some(tools) = page.get("tools").and_then(Value::as_array) else {
-                break Err(self.fail(
-                    "tools_list_malformed",
-                    "the tools/list result has no `tools` array",
-                ));
-            };
-            for (i, tool) in tools.iter().enumerate() {
-                let index = seen.count + i as u64;
-                let name = tool.get("name").and_then(Value::as_str);
-                match name {
-                    Some(n) if seen.names_complete => {
-                        if seen.names.len() >= MAX_NAMES || name_bytes + n.len() > MAX_NAME_BYTES {
-                            seen.names_complete = false;
-                        } else {
-                            name_bytes += n.len();
-                            seen.names.push(n.to_string());
-                        }
-                    }
-                    Some(_) => {}
-                    None => problems.push(|| format!("tool #{index} has no string name")),
-                }
-                if !tool.get("inputSchema").is_some_and(Value::is_object) {
-                    problems.push(|| {
-                        let label = name
-                            .map(|n| format!("`{}`", truncate(n, 64)))
-                            .unwrap_or_else(|| format!("#{index}"));
-                        format!("tool {label} has no object inputSchema")
-                    });
-                }
-            }
-            seen.count += tools.len() as u64;
-            if let Some(rt) = page.get("resultType").and_then(Value::as_str)
-                && rt != "complete"
-            {
-                break Err(self.fail(
-                    "tools_list_malformed",
-                    format!("tools/list returned resultType `{rt}`"),
-                ));
-            }
-            match page.get("nextCursor") {
-                None | Some(Value::Null) => break Ok(()),
-                Some(Value::String(next)) => {
-                    if !cursors.insert(<sha2::Sha256 as sha2::Digest>::digest(next.as_bytes())) {
-                        let msg = format!(
-                            "tools/list repeated the cursor `{}` on page {}: a client would loop forever",
-                            truncate(next, 64),
-                            seen.pages
-                        );
-                        break Err(self.fail("cursor_repeated", msg));
-                    }
-                    if seen.pages >= MAX_PAGES {
-                        let msg = format!("tools/list still had a nextCursor after {MAX_PAGES} pages");
-                        break Err(self.fail("too_many_pages", msg));
-                    }
-                    cursor = Some(next.clone());
-                }
-                Some(_) => {
-                    break Err(self.fail(
-                        "tools_list_malformed",
-                        "nextCursor is neither a string nor absent",
-                    ));
-                }
-            }
+        let spec = ListSpec {
+            keep_items: false,
+            ..ListSpec::TOOLS
         };
-        self.obs.timings.tools_list = Some(started.elapsed().as_millis() as u64);
-        if seen.pages > 1 || result.is_ok() || seen.count > 0 {
+        let Some(rpc) = self.rpc.as_mut() else {
+            return Ok(());
+        };
+        let listing = crate::session::walk(rpc, &self.envelope, timeout, spec, &mut |index, tool| {
+            let name = tool.get("name").and_then(Value::as_str);
+            match name {
+                Some(n) if seen.names_complete => {
+                    if seen.names.len() >= MAX_NAMES || name_bytes + n.len() > MAX_NAME_BYTES {
+                        seen.names_complete = false;
+                    } else {
+                        name_bytes += n.len();
+                        seen.names.push(n.to_string());
+                    }
+                }
+                Some(_) => {}
+                None => problems.push(|| format!("tool #{index} has no string name")),
+            }
+            if !tool.get("inputSchema").is_some_and(Value::is_object) {
+                problems.push(|| {
+                    let label = name
+                        .map(|n| format!("`{}`", truncate(n, 64)))
+                        .unwrap_or_else(|| format!("#{index}"));
+                    format!("tool {label} has no object inputSchema")
+                });
+            }
+        });
+        seen.count = listing.items_seen;
+        seen.pages = listing.requests;
+        self.obs.timings.tools_list = Some(listing.elapsed_ms);
+        if seen.pages > 1 || listing.stop.is_none() || seen.count > 0 {
             self.obs.tools = Some(seen);
         }
-        result?;
-        let tools = self.obs.tools.as_ref().expect("set when the list was answered");
-        if tools.count == 0 {
+        if let Some(stop) = listing.stop {
+            return Err(match stop {
+                ListStop::Reply(Err(why)) => self.no_reply("tools/list", why),
+                ListStop::Reply(Ok(Reply::Error { code, message, .. })) => self.fail(
+                    "tools_list_error",
+                    format!("tools/list got error {code}: {message}"),
+                ),
+                ListStop::Reply(Ok(_)) => self.fail(
+                    "tools_list_malformed",
+                    "the tools/list reply has neither a result nor a valid error",
+                ),
+                ListStop::NoArray => self.fail(
+                    "tools_list_malformed",
+                    "the tools/list result has no `tools` array",
+                ),
+                ListStop::ResultType(rt) => self.fail(
+                    "tools_list_malformed",
+                    format!("tools/list returned resultType `{rt}`"),
+                ),
+                ListStop::RepeatedCursor(c) => self.fail(
+                    "cursor_repeated",
+                    format!(
+                        "tools/list repeated the cursor `{c}` on page {}: a client would loop forever",
+                        listing.pages
+                    ),
+                ),
+                ListStop::TooManyPages => self.fail(
+                    "too_many_pages",
+                    format!("tools/list still had a nextCursor after {MAX_PAGES} pages"),
+                ),
+                ListStop::BadCursor => self.fail(
+                    "tools_list_malformed",
+                    "nextCursor is neither a string nor absent",
+                ),
+            });
+        }
+        if listing.items_seen == 0 {
             return Err(self.fail("no_tools", "tools/list returned an empty list"));
         }
         if problems.count > 0 {

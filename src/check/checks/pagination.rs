@@ -4,7 +4,8 @@
 use std::collections::HashSet;
 
 use super::Outcome;
-use crate::check::session::{Ctx, Listing};
+use crate::check::session::Ctx;
+use crate::session::Listing;
 
 fn grade(listing: &Listing, what: &str) -> Outcome {
     if !listing.declared {
@@ -15,7 +16,7 @@ fn grade(listing: &Listing, what: &str) -> Outcome {
             "{what}/list did not answer (see protocol.capabilities.{what})"
         ));
     }
-    if let Some(c) = &listing.repeated_cursor {
+    if let Some(c) = listing.repeated_cursor() {
         return Outcome::fail(format!(
             "page {} repeated the cursor `{c}`: a client following nextCursor loops forever",
             listing.pages
@@ -36,8 +37,8 @@ fn grade(listing: &Listing, what: &str) -> Outcome {
             dups.join(", ")
         ));
     }
-    if let Some(p) = &listing.problem {
-        return Outcome::fail(p.clone());
+    if let Some(p) = listing.problem(&format!("{what}/list")) {
+        return Outcome::fail(p);
     }
     if listing.empty_cursor {
         return Outcome::warn(

@@ -4,9 +4,10 @@
 use serde_json::{Value, json};
 
 use super::Outcome;
-use crate::check::session::{Ctx, Probed, describe};
+use crate::check::session::{Ctx, Probed};
 use crate::mcp::{LEGACY_VERSIONS, MODERN_VERSIONS, modern_meta};
 use crate::rpc::Reply;
+use crate::rpc::describe;
 use crate::text::truncate;
 
 fn legacy_only(ctx: &Ctx<'_>) -> Option<Outcome> {
@@ -79,9 +80,9 @@ fn capability(ctx: &mut Ctx<'_>, cap: &str) -> Outcome {
     if !listing.declared {
         return Outcome::skip(format!("`{cap}` is not declared"));
     }
-    match &listing.problem {
+    match listing.problem(&format!("{cap}/list")) {
         Some(p) if listing.pages == 0 => Outcome::fail(format!("`{cap}` is declared but {p}")),
-        Some(p) => Outcome::fail(p.clone()),
+        Some(p) => Outcome::fail(p),
         None if listing.cut => Outcome::pass(format!(
             "{cap}/list answered {} items (the checks read the first {}: more would not fit the bounds)",
             listing.items_seen,

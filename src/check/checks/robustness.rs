@@ -6,7 +6,8 @@
 use serde_json::{Map, Value, json};
 
 use super::Outcome;
-use crate::check::session::{Ctx, describe};
+use crate::check::session::Ctx;
+use crate::rpc::describe;
 use crate::rpc::{NoReply, Reply};
 use crate::text::truncate;
 
