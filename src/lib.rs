@@ -55,6 +55,7 @@ pub mod evidence;
 pub mod files;
 pub mod framing;
 pub mod hex;
+pub mod http;
 pub mod inert;
 pub mod json_budget;
 pub mod kit;
