@@ -628,6 +628,99 @@ fn an_ipv6_literal_url_reaches_a_server_on_the_ipv6_loopback() {
 }
 
 #[test]
+fn a_body_without_length_or_chunking_is_read_to_the_close() {
+    let server = Crafted::start(vec![vec![Step::Bytes(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}".to_vec(),
+    )]]);
+    let mut w = wire(server.url("/"));
+    posted(w.send(message(1, "ping"), soon()));
+    assert_eq!(as_json(&next(&mut w))["id"], 1);
+    let facts = settled(&w);
+    assert_eq!(
+        facts.exchanges[0].framing,
+        Some(mcp_witness::http::message::Framing::Close)
+    );
+    closed(w);
+    server.seen();
+}
+
+#[test]
+fn a_body_cut_short_or_a_malformed_chunk_is_never_delivered_as_a_message() {
+    let server = Crafted::start(vec![
+        // Announces 100 bytes, sends 20, closes.
+        vec![Step::Bytes(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":\"2.0\",\"i".to_vec(),
+        )],
+        // A chunk size that is not hex.
+        vec![Step::Bytes(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n".to_vec(),
+        ), Step::HoldUntilClientCloses],
+    ]);
+    let mut w = wire(server.url("/"));
+    posted(w.send(message(1, "ping"), soon()));
+    assert_eq!(next(&mut w), WireEvent::Gone(std::io::ErrorKind::UnexpectedEof));
+    posted(w.send(message(2, "ping"), soon()));
+    match next(&mut w) {
+        WireEvent::Broken { error, exchange } => {
+            assert_eq!(error, HttpError::BadChunk);
+            assert_eq!(exchange, Some(1));
+        }
+        other => panic!("expected a malformed chunk, got {other:?}"),
+    }
+    closed(w);
+    assert_eq!(server.seen()[1].client_closed, Some(true));
+}
+
+#[test]
+fn sse_events_of_other_types_oversize_events_and_bad_json_each_get_their_own_event() {
+    let big = format!("data: {{\"x\":\"{}\"}}\n\n", "a".repeat(300));
+    let stream = format!(
+        "event: endpoint\ndata: /messages?session_id=1\n\n{big}data: not json\n\ndata: [1,2]\n\ndata: {{\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{{}}}}\n\n"
+    );
+    let mut reply = sse_head();
+    reply.extend_from_slice(&chunked(&[stream.as_bytes()]));
+    let server = Crafted::start(vec![vec![Step::Bytes(reply)]]);
+    let options = HttpOptions {
+        max_event: 256,
+        ..HttpOptions::default()
+    };
+    let mut w = HttpWire::connect(server.url("/"), vec![], options).unwrap();
+    posted(w.send(message(5, "tools/list"), soon()));
+    assert_eq!(
+        next(&mut w),
+        WireEvent::OtherEvent {
+            event: "endpoint".into(),
+            data: b"/messages?session_id=1".to_vec()
+        }
+    );
+    assert!(matches!(next(&mut w), WireEvent::Oversize(n) if n > 256));
+    assert_eq!(
+        next(&mut w),
+        WireEvent::Noise(b"not json".to_vec(), Noise::NotJson)
+    );
+    assert_eq!(
+        next(&mut w),
+        WireEvent::Noise(b"[1,2]".to_vec(), Noise::NotObject)
+    );
+    assert_eq!(as_json(&next(&mut w))["id"], 5);
+    closed(w);
+    server.seen();
+}
+
+#[test]
+fn a_server_that_never_answers_is_cut_off_by_close() {
+    // Accepts, reads the request, then holds the socket without answering.
+    let server = Crafted::start(vec![vec![Step::HoldUntilClientCloses]]);
+    let mut w = wire(server.url("/"));
+    posted(w.send(message(1, "ping"), soon()));
+    // No reply, and close shuts the waiting reader down.
+    let end = closed(w);
+    assert_eq!(end.facts.exchanges[0].ended, Some(Ended::Closed));
+    assert_eq!(end.facts.exchanges[0].error, None);
+    assert_eq!(server.seen()[0].client_closed, Some(true));
+}
+
+#[test]
 fn https_urls_bad_headers_and_userinfo_are_refused_before_any_connection() {
     let https = HttpUrl::parse("https://127.0.0.1:1/mcp").unwrap();
     let e = HttpWire::connect(https, vec![], HttpOptions::default()).unwrap_err();
