@@ -530,6 +530,53 @@ fn a_401_becomes_a_status_event_with_its_challenge_and_body() {
 }
 
 #[test]
+fn an_error_body_past_the_bound_is_cut_and_an_unframable_one_still_reports_its_status() {
+    let html = format!("<!DOCTYPE html><pre>Cannot POST /mcp</pre>{}", " ".repeat(500));
+    let server = Crafted::start(vec![
+        vec![
+            Step::Bytes(
+                format!(
+                    "HTTP/1.1 404 Not Found\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n\r\n{html}",
+                    html.len()
+                )
+                .into_bytes(),
+            ),
+            Step::HoldUntilClientCloses,
+        ],
+        vec![Step::Bytes(
+            b"HTTP/1.1 400 Bad Request\r\nContent-Length: 5, 6\r\n\r\nhello".to_vec(),
+        )],
+    ]);
+    let options = HttpOptions {
+        max_error_body: 64,
+        ..HttpOptions::default()
+    };
+    let mut w = HttpWire::connect(server.url("/mcp"), vec![], options).unwrap();
+    posted(w.send(initialize(1), soon()));
+    match next(&mut w) {
+        WireEvent::Status(s) => {
+            assert_eq!(s.status, 404);
+            assert_eq!(s.content_type.as_deref(), Some("text/html; charset=utf-8"));
+            assert_eq!(s.body, &html.as_bytes()[..64]);
+            assert!(s.body_cut);
+        }
+        other => panic!("expected a status event, got {other:?}"),
+    }
+    posted(w.send(initialize(2), soon()));
+    match next(&mut w) {
+        WireEvent::Status(s) => {
+            assert_eq!(s.status, 400);
+            assert!(s.body.is_empty() && s.body_cut);
+        }
+        other => panic!("expected a status event, got {other:?}"),
+    }
+    let end = closed(w);
+    assert_eq!(end.facts.exchanges[0].ended, Some(Ended::Cut));
+    assert_eq!(end.facts.exchanges[1].ended, Some(Ended::Error));
+    assert_eq!(server.seen()[0].client_closed, Some(true));
+}
+
+#[test]
 fn a_307_redirect_is_recorded_redacted_and_not_followed() {
     let server = Crafted::start(vec![vec![Step::Bytes(
         b"HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:1/mcp?api_key=LEAKME\r\nContent-Length: 0\r\n\r\n".to_vec(),

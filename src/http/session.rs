@@ -148,6 +148,8 @@ pub enum Ended {
     Reply,
     /// The stream deadline passed.
     Deadline,
+    /// The body went past what is kept (a non-2xx body): the rest was not read.
+    Cut,
     /// The wire was closed (or dropped) first.
     Closed,
     /// A read or framing error (see `error`).
@@ -644,7 +646,11 @@ impl Job {
             _ => self.options.max_body,
         };
         let success = (200..300).contains(&head.status);
-        let mut body = match conn.body(&head, Method::Post, if success { limit } else { u64::MAX }) {
+        if !success {
+            // The status is what matters: it is delivered even when the body cannot be framed.
+            return self.status_event(&head, conn.body(&head, Method::Post, u64::MAX).ok());
+        }
+        let body = match conn.body(&head, Method::Post, limit) {
             Ok(b) => b,
             Err(e) => return self.fail(e),
         };
@@ -654,9 +660,7 @@ impl Job {
             .get("content-encoding")
             .map(|c| c.trim().to_ascii_lowercase())
             .filter(|c| !c.is_empty() && c != "identity");
-        if !success {
-            self.status_event(&head, &mut body);
-        } else if let Some(coding) = encoding {
+        if let Some(coding) = encoding {
             body.close();
             self.fail(HttpError::ContentEncoding(coding.chars().take(64).collect()));
         } else if head.media_type().as_deref() == Some("text/event-stream") {
@@ -702,31 +706,34 @@ impl Job {
     }
 
     /// A non-2xx reply: its head facts and the start of its body, as one event.
-    fn status_event(&self, head: &ResponseHead, body: &mut super::client::BodyReader) {
+    fn status_event(&self, head: &ResponseHead, body: Option<super::client::BodyReader>) {
         let max = self.options.max_error_body;
         let mut kept = Vec::new();
-        let mut cut = false;
-        loop {
-            match body.next_piece(self.deadline) {
-                Ok(Some(piece)) => {
-                    let room = max - kept.len();
-                    if piece.len() > room {
-                        kept.extend_from_slice(&piece[..room]);
-                        cut = true;
-                        break;
+        let mut ended = Ended::Error; // no framable body
+        let mut bytes = 0;
+        if let Some(mut body) = body {
+            self.update(|x| x.framing = Some(body.framing));
+            ended = loop {
+                match body.next_piece(self.deadline) {
+                    Ok(Some(piece)) => {
+                        let room = max - kept.len();
+                        if piece.len() > room {
+                            kept.extend_from_slice(&piece[..room]);
+                            break Ended::Cut;
+                        }
+                        kept.extend_from_slice(&piece);
                     }
-                    kept.extend_from_slice(&piece);
+                    Ok(None) => break Ended::Body,
+                    Err(HttpError::TimedOut) => break Ended::Deadline,
+                    Err(_) => break Ended::Error,
                 }
-                Ok(None) => break,
-                Err(_) => {
-                    cut = true;
-                    break;
-                }
-            }
+            };
+            bytes = body.bytes();
+            body.close();
         }
-        let ended = if cut { Ended::Error } else { Ended::Body };
+        let cut = ended != Ended::Body;
         self.update(|x| {
-            x.body_bytes = body.bytes();
+            x.body_bytes = bytes;
             x.ended = Some(ended);
         });
         let event = WireEvent::Status(HttpStatus {
