@@ -768,6 +768,50 @@ fn a_server_that_never_answers_is_cut_off_by_close() {
 }
 
 #[test]
+fn garbage_replies_end_every_exchange_without_killing_a_reader() {
+    // Random bytes after a plausible start: heads, framings and bodies the client has never
+    // seen. A reader that panicked would leave its exchange without an end.
+    let starts: [&[u8]; 4] = [
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/event-stream\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 40\r\nContent-Type: application/json\r\n\r\n",
+        b"HTTP/1.1 4",
+        b"",
+    ];
+    let alphabet = b"0123456789abcdefHTTP/1. :;\r\n\r\n{}\"data\xff\x00";
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rand = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let rounds = 60;
+    let script: Vec<Vec<Step>> = (0..rounds)
+        .map(|i| {
+            let mut bytes = starts[i % starts.len()].to_vec();
+            let len = rand(300);
+            bytes.extend((0..len).map(|_| alphabet[rand(alphabet.len())]));
+            vec![Step::Bytes(bytes)]
+        })
+        .collect();
+    let server = Crafted::start(script);
+    let options = HttpOptions {
+        stream_timeout: Duration::from_secs(2),
+        ..HttpOptions::default()
+    };
+    let mut w = HttpWire::connect(server.url("/"), vec![], options).unwrap();
+    for i in 0..rounds {
+        posted(w.send(message(i as u64, "ping"), soon()));
+        // One at a time, so each connection gets its own script.
+        let facts = settled(&w);
+        assert!(facts.exchanges[i].ended.is_some(), "exchange {i} never ended");
+        while w.next(Instant::now()).is_some() {}
+    }
+    closed(w);
+    assert_eq!(server.seen().len(), rounds);
+}
+
+#[test]
 fn https_urls_bad_headers_and_userinfo_are_refused_before_any_connection() {
     let https = HttpUrl::parse("https://127.0.0.1:1/mcp").unwrap();
     let e = HttpWire::connect(https, vec![], HttpOptions::default()).unwrap_err();

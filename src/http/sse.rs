@@ -396,6 +396,34 @@ mod tests {
     }
 
     #[test]
+    fn random_streams_give_the_same_events_and_stats_whatever_the_chunking() {
+        // Streams drawn from the bytes that matter (field names, colons, all line ends, a BOM
+        // byte, NUL), each parsed whole and in random pieces: the results must be identical.
+        let alphabet = b"data:eventidretry: x\r\n\r\n\n\r:\0\xEF7";
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rand = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for _ in 0..2000 {
+            let len = rand(120);
+            let stream: Vec<u8> = (0..len).map(|_| alphabet[rand(alphabet.len())]).collect();
+            let whole = parse_in(&[&stream]);
+            let mut pieces = Vec::new();
+            let mut at = 0;
+            while at < stream.len() {
+                let n = 1 + rand(5);
+                let end = (at + n).min(stream.len());
+                pieces.push(&stream[at..end]);
+                at = end;
+            }
+            assert_eq!(parse_in(&pieces), whole, "{stream:?}");
+        }
+    }
+
+    #[test]
     fn a_bom_is_dropped_only_at_the_very_start() {
         let (items, _) = parse_in(&[b"\xEF\xBB", b"\xBFdata: a\n\n\xEF\xBB\xBFdata: b\n\n"]);
         // The second BOM makes an unknown field name: ignored, nothing dispatched for it.
