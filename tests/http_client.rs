@@ -975,20 +975,22 @@ fn server_everything_over_streamable_http_answers_initialize_tools_list_and_dele
     server.stop();
 }
 
-fn python_sdk_session(json_mode: bool) {
+fn python_server(args: &[&str], tmp: &common::TempDir) -> ServerProcess {
     let dir = common::reference_dir();
-    let tmp = common::TempDir::new("python-http");
     let port = free_port();
     let mut cmd = Command::new(dir.join("venv/bin/python"));
     cmd.arg(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/http-servers/py_streamable.py"
     ))
-    .arg(port.to_string());
-    if json_mode {
-        cmd.arg("--json");
-    }
-    let server = ServerProcess::start(cmd, port, &tmp);
+    .arg(port.to_string())
+    .args(args);
+    ServerProcess::start(cmd, port, tmp)
+}
+
+fn python_sdk_session(json_mode: bool) {
+    let tmp = common::TempDir::new("python-http");
+    let server = python_server(if json_mode { &["--json"] } else { &[] }, &tmp);
     let (init, names, end) = session_over_http(server.url());
     assert_eq!(init["result"]["serverInfo"]["name"], "py-http-fixture");
     assert_eq!(names, ["add", "echo"]);
@@ -1022,4 +1024,18 @@ fn python_sdk_json_mode_answers_initialize_tools_list_and_delete() {
 #[test]
 fn python_sdk_sse_mode_answers_initialize_tools_list_and_delete() {
     python_sdk_session(false);
+}
+
+#[test]
+fn python_sdk_stateless_mode_gives_no_session_so_no_delete_is_sent() {
+    let tmp = common::TempDir::new("python-http-stateless");
+    let server = python_server(&["--json", "--stateless"], &tmp);
+    let (_, names, end) = session_over_http(server.url());
+    assert_eq!(names, ["add", "echo"]);
+    assert_eq!(end.delete, DeleteOutcome::NoSession);
+    assert_eq!(end.facts.session_id, None);
+    assert_eq!(end.facts.delete_status, None);
+    let methods: Vec<_> = end.facts.exchanges.iter().map(|x| x.method.as_str()).collect();
+    assert_eq!(methods, ["POST", "POST", "POST"]);
+    server.stop();
 }
