@@ -812,6 +812,21 @@ fn garbage_replies_end_every_exchange_without_killing_a_reader() {
 }
 
 #[test]
+fn sends_past_the_open_stream_bound_are_refused_until_a_reply_ends() {
+    let server = Crafted::start(vec![vec![Step::HoldUntilClientCloses]]);
+    let options = HttpOptions {
+        max_open_streams: 1,
+        ..HttpOptions::default()
+    };
+    let mut w = HttpWire::connect(server.url("/"), vec![], options).unwrap();
+    posted(w.send(message(1, "ping"), soon()));
+    assert_eq!(w.send(message(2, "ping"), soon()), Sent::Full);
+    let end = closed(w);
+    assert_eq!(end.facts.exchanges.len(), 1, "the refused send made no request");
+    assert_eq!(server.seen().len(), 1);
+}
+
+#[test]
 fn https_urls_bad_headers_and_userinfo_are_refused_before_any_connection() {
     let https = HttpUrl::parse("https://127.0.0.1:1/mcp").unwrap();
     let e = HttpWire::connect(https, vec![], HttpOptions::default()).unwrap_err();

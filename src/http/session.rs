@@ -59,6 +59,8 @@ pub struct HttpOptions {
     pub event_depth: usize,
     /// Exchanges recorded in the facts (later ones are counted only).
     pub max_exchanges: usize,
+    /// Reply streams read at once (one thread each); a send past it is refused as `Full`.
+    pub max_open_streams: usize,
 }
 
 impl Default for HttpOptions {
@@ -74,6 +76,7 @@ impl Default for HttpOptions {
             resolve_timeout: Duration::from_secs(10),
             event_depth: 16,
             max_exchanges: 256,
+            max_open_streams: 32,
         }
     }
 }
@@ -128,6 +131,8 @@ pub enum Sent {
     TimedOut,
     /// `close` has begun.
     Closed,
+    /// `max_open_streams` replies are still being read: nothing was sent.
+    Full,
 }
 
 /// The session id a reply carried: its shape, never its value.
@@ -380,6 +385,9 @@ impl HttpWire {
         self.reap();
         if lock(&self.state).closing {
             return Sent::Closed;
+        }
+        if self.readers.len() >= self.options.max_open_streams {
+            return Sent::Full;
         }
         let peek: Option<Peek> = serde_json::from_slice(&message).ok();
         let rpc_method = peek
