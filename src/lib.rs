@@ -53,6 +53,7 @@ pub mod envelope;
 pub mod evidence;
 pub mod files;
 pub mod hex;
+pub mod http;
 pub mod inert;
 pub mod json_budget;
 pub mod kit;

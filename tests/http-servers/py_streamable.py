@@ -1,0 +1,35 @@
+"""A tiny MCP server on the Python SDK (`mcp`), serving Streamable HTTP on 127.0.0.1, for
+tests/http_client.rs. Two tools, `add` and `echo`.
+
+usage: py_streamable.py PORT [--json] [--stateless]
+  --json       reply with application/json bodies instead of SSE streams
+  --stateless  no sessions (no Mcp-Session-Id)
+"""
+
+import sys
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("py-http-fixture")
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Adds two integers."""
+    return a + b
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Returns the text it was given."""
+    return text
+
+
+if __name__ == "__main__":
+    server.run(
+        "streamable-http",
+        host="127.0.0.1",
+        port=int(sys.argv[1]),
+        json_response="--json" in sys.argv[2:],
+        stateless_http="--stateless" in sys.argv[2:],
+    )
