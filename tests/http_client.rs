@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use mcp_witness::framing::Noise;
+use mcp_witness::wire::framing::Noise;
 use mcp_witness::http::client::HttpError;
 use mcp_witness::http::message::HeadError;
 use mcp_witness::http::session::Ended;

@@ -29,7 +29,7 @@ use super::client::{Conn, HttpError, exchange};
 use super::message::{Framing, HeadLimits, Method, Request, ResponseHead, SecretHeader};
 use super::sse::{SseItem, SseParser, SseStats};
 use super::url::{HttpUrl, redact_reference};
-use crate::framing::{LineKind, Noise, decode};
+use crate::wire::framing::{LineKind, Noise, decode};
 
 const ACCEPT: &str = "application/json, text/event-stream";
 /// The longest session id kept (the spec bounds nothing; a real one is 32-36 bytes).
