@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use crate::envelope::{Envelope, Id, Method};
 use crate::json_budget::{self, Budget, ParseError};
 use crate::redact::Redactor;
-use crate::wire::framing::{self, Frame, LineKind};
+use crate::wire::framing::{self, Frame, LineKind, Noise};
 use crate::wire::{Closing, Grace, Sent, Wire, WireEvent};
 
 /// Noise lines kept verbatim (each cut to `NOISE_LINE_BYTES`).
@@ -29,7 +29,8 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
 #[derive(Debug, Default, Clone)]
 pub struct Traffic {
     pub noise_count: u64,
-    pub noise: Vec<(String, &'static str)>,
+    /// Noise lines kept (redacted and cut), with what kind of noise each is.
+    pub noise: Vec<(String, Noise)>,
     pub crlf_lines: u64,
     pub notifications: Vec<String>,
     pub notification_count: u64,
@@ -293,9 +294,7 @@ impl Rpc {
                     // Redact the whole line first, so no part of a secret survives the cut.
                     let text = String::from_utf8_lossy(&line[..line.len().min(NOISE_SCAN_BYTES)]);
                     let text = self.redactor.text(&text);
-                    self.traffic
-                        .noise
-                        .push((cut(&text, NOISE_LINE_BYTES), kind.code()));
+                    self.traffic.noise.push((cut(&text, NOISE_LINE_BYTES), kind));
                 }
                 return None;
             }

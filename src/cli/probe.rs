@@ -173,7 +173,11 @@ fn summary(obs: &Observation) -> String {
             .as_ref()
             .map(|(code, m)| format!(": error {code} {}", inert(m)))
             .unwrap_or_default();
-        println!("  call {}: {}{preview}{error}", inert(&c.tool), c.outcome);
+        println!(
+            "  call {}: {}{preview}{error}",
+            inert(&c.tool),
+            c.outcome.as_str()
+        );
     }
     if obs.traffic.noise_count > 0 {
         println!(
@@ -181,7 +185,7 @@ fn summary(obs: &Observation) -> String {
             obs.traffic.noise_count
         );
         for (text, kind) in &obs.traffic.noise {
-            println!("    [{kind}] {}", inert(text));
+            println!("    [{}] {}", kind.code(), inert(text));
         }
     }
     if obs.verdict != Verdict::Pass

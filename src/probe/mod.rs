@@ -146,11 +146,11 @@ impl Run<'_> {
                 Some(launch.digest)
             }
             Err(e) if self.opts.server.command.is_empty() => {
-                self.fail("no_command", e);
+                self.fail(ReasonCode::NoCommand, e);
                 None
             }
             Err(e) => {
-                self.fail("program_not_found", e);
+                self.fail(ReasonCode::ProgramNotFound, e);
                 None
             }
         }
@@ -182,7 +182,7 @@ impl Run<'_> {
     }
 
     /// Records a failure reason.
-    pub(crate) fn fail(&mut self, code: &'static str, message: impl Into<String>) -> Stop {
+    pub(crate) fn fail(&mut self, code: ReasonCode, message: impl Into<String>) -> Stop {
         self.obs.verdict = Verdict::Fail;
         // Redact in full, then bound: a cut must never leave part of a secret behind.
         let message = crate::text::truncate(&self.redactor.text(&message.into()), 1024);
@@ -213,7 +213,7 @@ impl Run<'_> {
                 let reason = if self.rpc().past_deadline() {
                     self.obs.bound = Some(Bound::Deadline);
                     Reason::new(
-                        "deadline",
+                        ReasonCode::Deadline,
                         format!(
                             "the run's deadline of {} s passed while waiting {waited_ms} ms for {step}{detail}; raise it with --deadline",
                             self.deadline().as_secs_f64()
@@ -222,7 +222,7 @@ impl Run<'_> {
                 } else {
                     self.obs.bound = Some(Bound::Timeout);
                     Reason::new(
-                        "no_reply",
+                        ReasonCode::NoReply,
                         format!(
                             "no reply to {step} within {waited_ms} ms while the server was alive{detail}; raise the wait with --timeout"
                         ),
@@ -239,40 +239,40 @@ impl Run<'_> {
                     None => "exited".to_string(),
                 };
                 self.fail(
-                    "server_exited",
+                    ReasonCode::ServerExited,
                     format!("the server {how} before replying to {step}"),
                 )
             }
             NoReply::StdoutClosed => self.fail(
-                "stdout_closed",
+                ReasonCode::StdoutClosed,
                 format!("the server closed its stdout before replying to {step}"),
             ),
             NoReply::Oversize { bytes } => self.fail(
-                "line_too_long",
+                ReasonCode::LineTooLong,
                 format!(
                     "a stdout line grew past {} bytes ({bytes} seen) while waiting for {step}",
                     self.opts.server.max_line
                 ),
             ),
             NoReply::StdinClosed => self.fail(
-                "stdin_closed",
+                ReasonCode::StdinClosed,
                 format!("the server's stdin was closed; could not send {step}"),
             ),
             NoReply::TooComplex { bytes } => self.fail(
-                "reply_too_complex",
+                ReasonCode::ReplyTooComplex,
                 format!(
                     "the reply to {step} ({bytes} bytes) holds more values than one parse may build ({} MiB of structure); it was not kept",
                     crate::json_budget::PARSE_BUDGET >> 20
                 ),
             ),
             NoReply::DuplicateIdKey { keys } => self.fail(
-                "duplicate_id_key",
+                ReasonCode::DuplicateIdKey,
                 format!("a reply while waiting for {step} has the `id` key {keys} times: which request it answers is ambiguous"),
             ),
             NoReply::ErrorWithNullId { code, message } => {
                 let code = code.map_or_else(|| "without a code".to_string(), |c| format!("{c}"));
                 self.fail(
-                    "error_with_null_id",
+                    ReasonCode::ErrorWithNullId,
                     format!("while waiting for {step} the server sent an error with id null: {code}: {message}"),
                 )
             }
@@ -324,7 +324,7 @@ impl Run<'_> {
                 Ok(Ok(hex)) => self.obs.target.program_sha256 = Some(hex),
                 Ok(Err(e)) => {
                     self.fail(
-                        "program_unreadable",
+                        ReasonCode::ProgramUnreadable,
                         format!("cannot read the program to hash it: {e}"),
                     );
                 }

@@ -34,15 +34,119 @@ impl Verdict {
     }
 }
 
+/// Why a probe did not pass: a stable code, the same in the evidence, `--json` and the
+/// README's table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReasonCode {
+    NoCommand,
+    ProgramNotFound,
+    ProgramUnreadable,
+    SpawnFailed,
+    NoReply,
+    Deadline,
+    ServerExited,
+    StdoutClosed,
+    StdinClosed,
+    LineTooLong,
+    ReplyTooComplex,
+    DuplicateIdKey,
+    ErrorWithNullId,
+    InitializeError,
+    InitializeMalformed,
+    MissingProtocolVersion,
+    UnknownProtocolVersion,
+    MissingServerInfo,
+    DiscoverFailed,
+    DiscoverMalformed,
+    NoCommonVersion,
+    ToolsListError,
+    ToolsListMalformed,
+    CursorRepeated,
+    TooManyPages,
+    NoTools,
+    InvalidTool,
+}
+
+impl ReasonCode {
+    /// Every code, in the README's order.
+    pub const ALL: &'static [ReasonCode] = &[
+        ReasonCode::NoCommand,
+        ReasonCode::ProgramNotFound,
+        ReasonCode::ProgramUnreadable,
+        ReasonCode::SpawnFailed,
+        ReasonCode::NoReply,
+        ReasonCode::Deadline,
+        ReasonCode::ServerExited,
+        ReasonCode::StdoutClosed,
+        ReasonCode::StdinClosed,
+        ReasonCode::LineTooLong,
+        ReasonCode::ReplyTooComplex,
+        ReasonCode::DuplicateIdKey,
+        ReasonCode::ErrorWithNullId,
+        ReasonCode::InitializeError,
+        ReasonCode::InitializeMalformed,
+        ReasonCode::MissingProtocolVersion,
+        ReasonCode::UnknownProtocolVersion,
+        ReasonCode::MissingServerInfo,
+        ReasonCode::DiscoverFailed,
+        ReasonCode::DiscoverMalformed,
+        ReasonCode::NoCommonVersion,
+        ReasonCode::ToolsListError,
+        ReasonCode::ToolsListMalformed,
+        ReasonCode::CursorRepeated,
+        ReasonCode::TooManyPages,
+        ReasonCode::NoTools,
+        ReasonCode::InvalidTool,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasonCode::NoCommand => "no_command",
+            ReasonCode::ProgramNotFound => "program_not_found",
+            ReasonCode::ProgramUnreadable => "program_unreadable",
+            ReasonCode::SpawnFailed => "spawn_failed",
+            ReasonCode::NoReply => "no_reply",
+            ReasonCode::Deadline => "deadline",
+            ReasonCode::ServerExited => "server_exited",
+            ReasonCode::StdoutClosed => "stdout_closed",
+            ReasonCode::StdinClosed => "stdin_closed",
+            ReasonCode::LineTooLong => "line_too_long",
+            ReasonCode::ReplyTooComplex => "reply_too_complex",
+            ReasonCode::DuplicateIdKey => "duplicate_id_key",
+            ReasonCode::ErrorWithNullId => "error_with_null_id",
+            ReasonCode::InitializeError => "initialize_error",
+            ReasonCode::InitializeMalformed => "initialize_malformed",
+            ReasonCode::MissingProtocolVersion => "missing_protocol_version",
+            ReasonCode::UnknownProtocolVersion => "unknown_protocol_version",
+            ReasonCode::MissingServerInfo => "missing_server_info",
+            ReasonCode::DiscoverFailed => "discover_failed",
+            ReasonCode::DiscoverMalformed => "discover_malformed",
+            ReasonCode::NoCommonVersion => "no_common_version",
+            ReasonCode::ToolsListError => "tools_list_error",
+            ReasonCode::ToolsListMalformed => "tools_list_malformed",
+            ReasonCode::CursorRepeated => "cursor_repeated",
+            ReasonCode::TooManyPages => "too_many_pages",
+            ReasonCode::NoTools => "no_tools",
+            ReasonCode::InvalidTool => "invalid_tool",
+        }
+    }
+}
+
+impl std::fmt::Display for ReasonCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One reason for a fail or inconclusive verdict: a stable code and a sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reason {
-    pub code: &'static str,
+    pub code: ReasonCode,
     pub message: String,
 }
 
 impl Reason {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(code: ReasonCode, message: impl Into<String>) -> Self {
         Reason {
             code,
             message: message.into(),
@@ -104,12 +208,48 @@ pub struct ToolsSeen {
     pub names_complete: bool,
 }
 
+/// What became of the opt-in call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallOutcome {
+    /// A result with a content array.
+    Ok,
+    /// A result with `isError: true`.
+    ToolError,
+    /// A JSON-RPC error reply.
+    RpcError,
+    /// No reply within the call's timeout.
+    Silent,
+    /// The tool is not in the list: never called.
+    NotListed,
+    /// The probe failed before the call: never called.
+    NotAttempted,
+    /// The server went away before replying.
+    Exited,
+    /// A reply with neither a content array nor a valid error.
+    Malformed,
+}
+
+impl CallOutcome {
+    /// The word the evidence records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallOutcome::Ok => "ok",
+            CallOutcome::ToolError => "tool_error",
+            CallOutcome::RpcError => "rpc_error",
+            CallOutcome::Silent => "silent",
+            CallOutcome::NotListed => "not_listed",
+            CallOutcome::NotAttempted => "not_attempted",
+            CallOutcome::Exited => "exited",
+            CallOutcome::Malformed => "malformed",
+        }
+    }
+}
+
 /// The opt-in call of one tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallSeen {
     pub tool: String,
-    /// `ok`, `tool_error`, `rpc_error`, `silent`, `not_listed`, `exited`, `malformed`.
-    pub outcome: &'static str,
+    pub outcome: CallOutcome,
     pub argument_names: Vec<String>,
     pub content_types: Vec<String>,
     pub preview: Option<String>,
@@ -169,4 +309,31 @@ pub struct Observation {
     pub stderr_tail: Option<String>,
     pub timings: Timings,
     pub teardown: Option<Teardown>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReasonCode;
+
+    /// The backticked words of the README table that follows `heading`.
+    pub(crate) fn readme_table_codes(heading: &str) -> Vec<String> {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        let table = readme
+            .split(heading)
+            .nth(1)
+            .unwrap_or_else(|| panic!("README has {heading}"));
+        let mut codes = Vec::new();
+        for line in table.lines().skip(2).take_while(|l| l.starts_with('|')) {
+            let first = line.split('|').nth(1).unwrap_or_default();
+            codes.extend(first.split('`').skip(1).step_by(2).map(str::to_string));
+        }
+        codes
+    }
+
+    #[test]
+    fn the_readme_lists_every_reason_code_and_no_other() {
+        let listed = readme_table_codes("| code | meaning |");
+        let known: Vec<String> = ReasonCode::ALL.iter().map(|c| c.as_str().to_string()).collect();
+        assert_eq!(listed, known);
+    }
 }

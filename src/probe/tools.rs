@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use super::outcome::ReasonCode;
 use super::outcome::ToolsSeen;
 use super::{Run, Step};
 use crate::rpc::Reply;
@@ -67,40 +68,40 @@ impl Run<'_> {
             return Err(match stop {
                 ListStop::Reply(Err(why)) => self.no_reply("tools/list", why),
                 ListStop::Reply(Ok(Reply::Error { code, message, .. })) => self.fail(
-                    "tools_list_error",
+                    ReasonCode::ToolsListError,
                     format!("tools/list got error {code}: {message}"),
                 ),
                 ListStop::Reply(Ok(_)) => self.fail(
-                    "tools_list_malformed",
+                    ReasonCode::ToolsListMalformed,
                     "the tools/list reply has neither a result nor a valid error",
                 ),
                 ListStop::NoArray => self.fail(
-                    "tools_list_malformed",
+                    ReasonCode::ToolsListMalformed,
                     "the tools/list result has no `tools` array",
                 ),
                 ListStop::ResultType(rt) => self.fail(
-                    "tools_list_malformed",
+                    ReasonCode::ToolsListMalformed,
                     format!("tools/list returned resultType `{rt}`"),
                 ),
                 ListStop::RepeatedCursor(c) => self.fail(
-                    "cursor_repeated",
+                    ReasonCode::CursorRepeated,
                     format!(
                         "tools/list repeated the cursor `{c}` on page {}: a client would loop forever",
                         listing.pages
                     ),
                 ),
                 ListStop::TooManyPages => self.fail(
-                    "too_many_pages",
+                    ReasonCode::TooManyPages,
                     format!("tools/list still had a nextCursor after {MAX_PAGES} pages"),
                 ),
                 ListStop::BadCursor => self.fail(
-                    "tools_list_malformed",
+                    ReasonCode::ToolsListMalformed,
                     "nextCursor is neither a string nor absent",
                 ),
             });
         }
         if listing.items_seen == 0 {
-            return Err(self.fail("no_tools", "tools/list returned an empty list"));
+            return Err(self.fail(ReasonCode::NoTools, "tools/list returned an empty list"));
         }
         if problems.count > 0 {
             let kept = problems.kept.len() as u64;
@@ -109,7 +110,10 @@ impl Run<'_> {
             } else {
                 String::new()
             };
-            return Err(self.fail("invalid_tool", format!("{}{more}", problems.kept.join("; "))));
+            return Err(self.fail(
+                ReasonCode::InvalidTool,
+                format!("{}{more}", problems.kept.join("; ")),
+            ));
         }
         Ok(())
     }
