@@ -151,29 +151,44 @@ impl Redactor {
     /// Masks every string inside foreign JSON, object keys included: a key is the server's
     /// vocabulary, yet one that holds a secret is masked like any other text.
     pub fn json(&self, value: &mut serde_json::Value) {
+        self.json_masked(value);
+    }
+
+    /// [`Redactor::json`], returning how many strings (keys included) were masked.
+    pub fn json_masked(&self, value: &mut serde_json::Value) -> usize {
         match value {
-            serde_json::Value::String(s) => {
-                if let std::borrow::Cow::Owned(masked) = self.text_cow(s) {
+            serde_json::Value::String(s) => match self.text_cow(s) {
+                std::borrow::Cow::Owned(masked) => {
                     *s = masked;
+                    1
                 }
-            }
-            serde_json::Value::Array(a) => a.iter_mut().for_each(|v| self.json(v)),
-            serde_json::Value::Object(m) => self.map(m),
-            _ => {}
+                std::borrow::Cow::Borrowed(_) => 0,
+            },
+            serde_json::Value::Array(a) => a.iter_mut().map(|v| self.json_masked(v)).sum(),
+            serde_json::Value::Object(m) => self.map_masked(m),
+            _ => 0,
         }
     }
 
     /// [`Redactor::json`] for an object.
     pub fn map(&self, m: &mut serde_json::Map<String, serde_json::Value>) {
-        if m.keys()
-            .any(|k| matches!(self.text_cow(k), std::borrow::Cow::Owned(_)))
-        {
+        self.map_masked(m);
+    }
+
+    /// [`Redactor::map`], returning how many strings (keys included) were masked: a reply
+    /// that needed masking carried a secret, which `check` reports (`security.error_secrets`).
+    pub fn map_masked(&self, m: &mut serde_json::Map<String, serde_json::Value>) -> usize {
+        let keys = m
+            .keys()
+            .filter(|k| matches!(self.text_cow(k), std::borrow::Cow::Owned(_)))
+            .count();
+        if keys > 0 {
             *m = std::mem::take(m)
                 .into_iter()
                 .map(|(k, v)| (self.text(&k), v))
                 .collect();
         }
-        m.values_mut().for_each(|v| self.json(v));
+        keys + m.values_mut().map(|v| self.json_masked(v)).sum::<usize>()
     }
 
     /// Any text (stderr, noise, a call preview) as it may be recorded.
