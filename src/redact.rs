@@ -251,6 +251,15 @@ fn nested_secret(arg: &str) -> Option<&str> {
 
 /// Masks the value of a secret-named header or field written `Name: value` (`X-API-Key:
 /// abc`, `Authorization: Bearer abc`, `"token": "abc"`). An auth scheme word stays.
+/// Where the header-name characters at the end of `head` begin: just after the last other
+/// character, which may be several bytes long (`…`, `é`).
+fn after_last_non_name(head: &str) -> usize {
+    head.char_indices()
+        .rev()
+        .find(|&(_, c)| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+        .map_or(0, |(i, c)| i + c.len_utf8())
+}
+
 fn mask_headers(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -259,16 +268,12 @@ fn mask_headers(text: &str) -> String {
         out.push_str(head);
         out.push(':');
         let tail = &tail[1..];
-        let name_start = head
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
-            .map_or(0, |i| i + 1);
+        let name_start = after_last_non_name(head);
         let name = &head[name_start..];
         // `"name": "value"`: the name may be quoted.
         let name = if name.is_empty() && head.ends_with('"') {
             let inner = &head[..head.len() - 1];
-            let s = inner
-                .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
-                .map_or(0, |i| i + 1);
+            let s = after_last_non_name(inner);
             &inner[s..]
         } else {
             name
@@ -546,6 +551,14 @@ mod tests {
         for secret in ["nestedsecret1", "nestedsecret2", "shortflag3", "attached4"] {
             assert_eq!(r.text(&format!("echo {secret}!")), format!("echo {MASK}!"));
         }
+    }
+
+    #[test]
+    fn a_header_name_after_a_multibyte_character_is_read_without_panicking() {
+        let r = Redactor::default();
+        assert_eq!(r.text("café: au lait …x: y"), "café: au lait …x: y");
+        assert_eq!(r.text("…token: abcdef"), format!("…token: {MASK}"));
+        assert_eq!(r.text("é\"api_key\": \"v\""), format!("é\"api_key\": \"{MASK}\""));
     }
 
     #[test]
