@@ -212,18 +212,54 @@ fn decode_tags(text: &str) -> String {
     out
 }
 
-/// Lists findings: the first `NAMED` in the message, up to `LISTED` in the payload.
+/// `text` with each run of tag characters shown as `[N tag characters]`.
+fn condense_tags(text: &str) -> String {
+    let mut out = String::new();
+    let mut run = 0usize;
+    for c in text.chars().chain(std::iter::once('\0')) {
+        if ('\u{E0000}'..='\u{E007F}').contains(&c) {
+            run += 1;
+            continue;
+        }
+        if run > 0 {
+            out.push_str(&format!(
+                "[{run} tag character{}]",
+                if run == 1 { "" } else { "s" }
+            ));
+            run = 0;
+        }
+        out.push(c);
+    }
+    out.pop();
+    out
+}
+
+/// Lists findings: the first `NAMED` in the message, up to `LISTED` in the payload. Equal
+/// findings are listed once, with their count. (No secret-like word stands before a colon:
+/// the redactor would take it for a header and mask what follows.)
 fn report(found: Vec<String>, fail: bool, what: &str, scanned: usize) -> Outcome {
     if found.is_empty() {
         return Outcome::pass(format!("no {what} in {scanned} server strings"));
     }
+    let mut unique: Vec<(String, usize)> = Vec::new();
+    for f in found {
+        match unique.iter_mut().find(|(u, _)| *u == f) {
+            Some((_, n)) => *n += 1,
+            None => unique.push((f, 1)),
+        }
+    }
+    let total: usize = unique.iter().map(|(_, n)| n).sum();
+    let found: Vec<String> = unique
+        .into_iter()
+        .map(|(f, n)| if n > 1 { format!("{f} (×{n})") } else { f })
+        .collect();
     let more = match found.len().saturating_sub(NAMED) {
         0 => String::new(),
         n => format!(" (and {n} more)"),
     };
     let message = format!(
-        "{} with {what}: {}{more}",
-        found.len(),
+        "{what} in {total} place{}: {}{more}",
+        if total == 1 { "" } else { "s" },
         found.iter().take(NAMED).cloned().collect::<Vec<_>>().join("; ")
     );
     let payload = found.iter().take(LISTED).cloned().collect::<Vec<_>>().join("\n");
@@ -254,12 +290,23 @@ fn hidden_in(ctx: &Ctx<'_>, kind: Hidden) -> (Vec<String>, bool, usize) {
         }
         let Some((at, len)) = first else { continue };
         in_name |= s.is_name;
-        let mut line = format!(
-            "{}{}: {count} character{}, first at {}",
-            s.place,
-            if s.is_name { " (a name)" } else { "" },
-            if count == 1 { "" } else { "s" },
+        let shown = if kind == Hidden::Tag {
+            let condensed = condense_tags(s.text);
+            let start = condense_tags(&s.text[..at]).len();
+            let len = condensed[start..].find(']').map_or(0, |e| e + 1);
+            quote(&condensed, start, len)
+        } else {
             quote(s.text, at, len)
+        };
+        let mut line = format!(
+            "{}{} holds {count} character{}, the first in {shown}",
+            s.place,
+            if s.is_name && !s.key.is_empty() {
+                " (a name)"
+            } else {
+                ""
+            },
+            if count == 1 { "" } else { "s" },
         );
         if kind == Hidden::Tag {
             line.push_str(&format!("; they spell \"{}\"", inert(&decode_tags(s.text))));
@@ -463,7 +510,7 @@ pub fn confusable_text(ctx: &mut Ctx<'_>) -> Outcome {
         if let Some(w) = words.next() {
             let at = w.as_ptr() as usize - s.text.as_ptr() as usize;
             found.push(format!(
-                "{}: the word `{}` mixes Latin letters with lookalikes (reads as `{}`), in {}",
+                "{} has the word `{}` mixing Latin letters with lookalikes (reads as `{}`), in {}",
                 s.place,
                 revealed(w),
                 inert(&truncate(&skeleton(w), 64)),
@@ -684,7 +731,13 @@ fn blank_run(text: &str) -> Option<usize> {
 }
 
 /// The first match of any pattern: (pattern, byte start, byte length) in `text`.
+#[cfg(test)]
 fn hidden_instruction(text: &str) -> Option<(Pattern, usize, usize)> {
+    hidden_instructions_in(text).into_iter().next()
+}
+
+/// The first match of each pattern found, earliest first.
+fn hidden_instructions_in(text: &str) -> Vec<(Pattern, usize, usize)> {
     // ASCII lowercase keeps byte offsets.
     let lower = text.to_ascii_lowercase();
     let mut hits: Vec<(Pattern, usize, usize)> = Vec::new();
@@ -730,7 +783,14 @@ fn hidden_instruction(text: &str) -> Option<(Pattern, usize, usize)> {
             }
         }
     }
-    hits.into_iter().min_by_key(|h| h.1)
+    hits.sort_by_key(|h| h.1);
+    let mut seen = Vec::new();
+    hits.retain(|h| {
+        let new = !seen.contains(&h.0);
+        seen.push(h.0);
+        new
+    });
+    hits
 }
 
 pub fn hidden_instructions(ctx: &mut Ctx<'_>) -> Outcome {
@@ -745,11 +805,13 @@ pub fn hidden_instructions(ctx: &mut Ctx<'_>) -> Outcome {
         .filter(|s| !s.is_name && matches!(s.key, "description" | "instructions" | "title"))
     {
         scanned += 1;
-        if let Some((pattern, at, len)) = hidden_instruction(s.text) {
+        let hits = hidden_instructions_in(s.text);
+        if let Some(&(_, at, len)) = hits.first() {
+            let what: Vec<&str> = hits.iter().map(|h| h.0.what()).collect();
             found.push(format!(
-                "{}: {} {}",
+                "{} has {}, in {}",
                 s.place,
-                pattern.what(),
+                what.join(", "),
                 quote(s.text, at, len)
             ));
         }
@@ -858,7 +920,7 @@ pub fn error_secrets(ctx: &mut Ctx<'_>) -> Outcome {
                 Some(at) => quote(&e.text, at, crate::redact::MASK.len()),
                 None => "(in a part not kept)".into(),
             };
-            format!("{} carried a secret, masked here: {shown}", error_place(e))
+            format!("{} carried a secret, masked here as {shown}", error_place(e))
         })
         .collect();
     if found.is_empty() {
@@ -867,7 +929,7 @@ pub fn error_secrets(ctx: &mut Ctx<'_>) -> Outcome {
             ctx.errors_seen.len()
         ));
     }
-    report(found, true, "a secret", ctx.errors_seen.len())
+    report(found, true, "a secret in an error reply", ctx.errors_seen.len())
 }
 
 /// A stack trace in an error text: which kind, and where it starts.
@@ -957,7 +1019,7 @@ pub fn error_internals(ctx: &mut Ctx<'_>) -> Outcome {
                 (None, None) => return None,
             };
             Some(format!(
-                "{} shows {what}: {}",
+                "{} shows {what}, in {}",
                 error_place(e),
                 quote(&e.text, at, len)
             ))
