@@ -415,6 +415,9 @@ const CONFUSABLES: &[(char, char)] = &[
 
 /// The Latin letter `c` looks like, if it is a lookalike.
 fn lookalike(c: char) -> Option<char> {
+    if c.is_ascii() {
+        return None;
+    }
     if let Some((_, l)) = CONFUSABLES.iter().find(|(k, _)| *k == c) {
         return Some(*l);
     }
@@ -685,6 +688,16 @@ fn words(lower: &str) -> Vec<(usize, usize)> {
     out
 }
 
+/// Whether `word` is `pattern`, a typographic apostrophe matching `'`.
+fn same_word(pattern: &str, word: &str) -> bool {
+    if !word.contains('’') {
+        return pattern == word;
+    }
+    pattern
+        .chars()
+        .eq(word.chars().map(|c| if c == '’' { '\'' } else { c }))
+}
+
 /// Matches `pat` at word `i`: the index past the last word matched.
 fn seq_at(lower: &str, ws: &[(usize, usize)], i: usize, pat: &[&str]) -> Option<usize> {
     let Some((slot, rest)) = pat.split_first() else {
@@ -695,8 +708,8 @@ fn seq_at(lower: &str, ws: &[(usize, usize)], i: usize, pat: &[&str]) -> Option<
         None => (false, *slot),
     };
     if let Some(&(s, e)) = ws.get(i) {
-        let w = lower[s..e].replace('’', "'");
-        if alts.split('|').any(|a| a == w)
+        let w = &lower[s..e];
+        if alts.split('|').any(|a| same_word(a, w))
             && let Some(end) = seq_at(lower, ws, i + 1, rest)
         {
             return Some(end);
@@ -774,7 +787,7 @@ fn hidden_instructions_in(text: &str) -> Vec<(Pattern, usize, usize)> {
     ] {
         'found: for i in 0..ws.len() {
             for seq in seqs {
-                if let Some(end) = seq_at(&lower, &ws, i, seq) {
+                if let Some(end) = seq_at(&lower, &ws, i, seq).filter(|&end| end > i) {
                     let (s, _) = ws[i];
                     let (_, e) = ws[end - 1];
                     hits.push((pattern, s, e - s));
