@@ -166,6 +166,17 @@ impl Hidden {
 
 /// `text` around byte `at`, at most `QUOTE` characters either side, made inert.
 fn quote(text: &str, at: usize, len: usize) -> String {
+    // A match may start or end inside a character (a byte count of one after a multibyte
+    // space): widen it to whole characters.
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let mut end = (at + len).min(text.len());
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    let len = end - at;
     let before: String = {
         let mut v: Vec<char> = text[..at].chars().rev().take(QUOTE + 1).collect();
         let cut = v.len() > QUOTE;
@@ -1242,6 +1253,81 @@ mod tests {
         assert!(absolute_path("expected a/b, got /").is_none());
         assert!(stack_trace("boom\n    at Object.<anonymous> (/app/x.js:3:9)").is_some());
         assert!(stack_trace("Invalid arguments: expected number").is_none());
+    }
+
+    #[test]
+    fn a_match_that_starts_at_a_multibyte_space_is_quoted_whole() {
+        let text = "\u{3000}Traceback (most recent call last):\n";
+        let (_, at) = stack_trace(text).unwrap();
+        assert!(quote(text, at, 1).contains("Traceback"));
+        let padded = format!("a{}\u{3000}\nb", "\n".repeat(12));
+        assert!(hidden_instruction(&padded).is_some());
+        assert!(quote("é", 1, 1).contains('é'));
+    }
+
+    #[test]
+    fn no_scan_panics_on_text_mixing_multibyte_spaces_tags_lookalikes_and_paths() {
+        // Pieces an attacker would combine; every pair, and pseudo-random fours, are scanned.
+        let pieces = [
+            "\u{3000}",
+            "\u{a0}",
+            "\n",
+            "\r\n",
+            "é",
+            "…",
+            "\u{e0041}",
+            "\u{e0001}",
+            "\u{202e}",
+            "\u{200d}",
+            "а",
+            "ο",
+            "/",
+            "C:\\",
+            ".env",
+            "<important>",
+            "do not tell the ",
+            "user",
+            "’",
+            "File \"",
+            "\", line ",
+            "    at x (/a/b.js:1:2)",
+            "ignore previous ",
+            "instructions",
+            "pass its content as ",
+            "x",
+            " ",
+            ":",
+            "[REDACTED]",
+        ];
+        let n = pieces.len();
+        let mut seed = 0x2545_f491_u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) as usize % n
+        };
+        for i in 0..n * n * 4 {
+            let text: String = [i % n, (i / n) % n, next(), next()]
+                .iter()
+                .map(|&k| pieces[k])
+                .collect();
+            for (_, at, len) in hidden_instructions_in(&text) {
+                quote(&text, at, len);
+            }
+            if let Some((_, at)) = stack_trace(&text) {
+                quote(&text, at, 1);
+            }
+            if let Some((s, e)) = absolute_path(&text) {
+                quote(&text, s, e - s);
+            }
+            let condensed = condense_tags(&text);
+            quote(&condensed, condensed.len() / 2, 3);
+            decode_tags(&text);
+            confusable_name(&text, &BTreeSet::new());
+            destructive_name(&text);
+            blank_run(&text);
+        }
     }
 
     #[test]
