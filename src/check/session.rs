@@ -481,8 +481,14 @@ impl<'o> Ctx<'o> {
                 other => {
                     self.opts.any_selected(&format!("protocol.capabilities.{other}"))
                         || self.opts.any_selected(&format!("pagination.{other}"))
-                        || self.opts.any_selected("security.hidden_text")
-                        || self.opts.any_selected("security.hidden_instructions")
+                        || [
+                            "security.hidden_text",
+                            "security.hidden_instructions",
+                            "security.confusable_name",
+                            "security.confusable_text",
+                        ]
+                        .iter()
+                        .any(|id| self.opts.any_selected(id))
                 }
             };
             let mut listing = if declared && wanted {
