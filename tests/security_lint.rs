@@ -327,3 +327,31 @@ fn a_secret_given_to_the_server_and_echoed_in_its_error_replies_fails_without_sh
     assert!(r["message"].as_str().unwrap().contains("[REDACTED]"), "{r:#}");
     assert!(!stdout.contains(secret), "the secret shows: {stdout}");
 }
+
+#[test]
+fn a_tool_added_between_two_lists_is_a_warning_when_the_server_declares_list_changes() {
+    let dir = TempDir::new("sec-list-changed");
+    let out = Command::new(WITNESS)
+        .args([
+            "check",
+            "--json",
+            "--no-record",
+            "--only",
+            "security.tool_list_drift",
+        ])
+        .args(["--", FIXTURE, "poisoned"])
+        .current_dir(dir.path())
+        .env("MCP_WITNESS_KEY", dir.join("signing.key"))
+        .env("POISONED_LIST_CHANGED", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = result(&report, "security.tool_list_drift");
+    assert_eq!(r["status"], "warn", "{r:#}");
+    let message = r["message"].as_str().unwrap();
+    assert!(message.contains("added: `extra`"), "{message}");
+    assert!(!message.contains("changed:"), "{message}");
+    assert!(message.contains("declares tools.listChanged"), "{message}");
+    assert_eq!(out.status.code(), Some(0));
+}
