@@ -253,10 +253,14 @@ fn report(found: Vec<String>, fail: bool, what: &str, scanned: usize) -> Outcome
         return Outcome::pass(format!("no {what} in {scanned} server strings"));
     }
     let mut unique: Vec<(String, usize)> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for f in found {
-        match unique.iter_mut().find(|(u, _)| *u == f) {
-            Some((_, n)) => *n += 1,
-            None => unique.push((f, 1)),
+        match index.get(&f) {
+            Some(&i) => unique[i].1 += 1,
+            None => {
+                index.insert(f.clone(), unique.len());
+                unique.push((f, 1));
+            }
         }
     }
     let total: usize = unique.iter().map(|(_, n)| n).sum();
