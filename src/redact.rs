@@ -151,44 +151,56 @@ impl Redactor {
     /// Masks every string inside foreign JSON, object keys included: a key is the server's
     /// vocabulary, yet one that holds a secret is masked like any other text.
     pub fn json(&self, value: &mut serde_json::Value) {
-        self.json_masked(value);
+        self.json_counting(value);
     }
 
-    /// [`Redactor::json`], returning how many strings (keys included) were masked.
-    pub fn json_masked(&self, value: &mut serde_json::Value) -> usize {
+    /// [`Redactor::json`], returning how many strings (keys included) held a known secret.
+    fn json_counting(&self, value: &mut serde_json::Value) -> usize {
         match value {
             serde_json::Value::String(s) => match self.text_cow(s) {
                 std::borrow::Cow::Owned(masked) => {
+                    let known = usize::from(self.known_secret_in(s));
                     *s = masked;
-                    1
+                    known
                 }
                 std::borrow::Cow::Borrowed(_) => 0,
             },
-            serde_json::Value::Array(a) => a.iter_mut().map(|v| self.json_masked(v)).sum(),
-            serde_json::Value::Object(m) => self.map_masked(m),
+            serde_json::Value::Array(a) => a.iter_mut().map(|v| self.json_counting(v)).sum(),
+            serde_json::Value::Object(m) => self.map_secrets_found(m),
             _ => 0,
         }
     }
 
     /// [`Redactor::json`] for an object.
     pub fn map(&self, m: &mut serde_json::Map<String, serde_json::Value>) {
-        self.map_masked(m);
+        self.map_secrets_found(m);
     }
 
-    /// [`Redactor::map`], returning how many strings (keys included) were masked: a reply
-    /// that needed masking carried a secret, which `check` reports (`security.error_secrets`).
-    pub fn map_masked(&self, m: &mut serde_json::Map<String, serde_json::Value>) -> usize {
-        let keys = m
+    /// [`Redactor::map`], returning how many strings (keys included) held a known secret: a
+    /// literal secret of the run, a URL password or a token shape. A secret-named header's
+    /// value (`token: x`) is masked but not counted: in prose (`invalid token: expired`) it is
+    /// as often no secret at all. `check` reports the count (`security.error_secrets`).
+    pub fn map_secrets_found(&self, m: &mut serde_json::Map<String, serde_json::Value>) -> usize {
+        let masked_keys: Vec<bool> = m
             .keys()
             .filter(|k| matches!(self.text_cow(k), std::borrow::Cow::Owned(_)))
-            .count();
-        if keys > 0 {
+            .map(|k| self.known_secret_in(k))
+            .collect();
+        if !masked_keys.is_empty() {
             *m = std::mem::take(m)
                 .into_iter()
                 .map(|(k, v)| (self.text(&k), v))
                 .collect();
         }
-        keys + m.values_mut().map(|v| self.json_masked(v)).sum::<usize>()
+        let keys = masked_keys.into_iter().filter(|k| *k).count();
+        keys + m.values_mut().map(|v| self.json_counting(v)).sum::<usize>()
+    }
+
+    /// Whether `text` holds a literal secret of the run, a URL password or a token shape.
+    pub fn known_secret_in(&self, text: &str) -> bool {
+        self.literals.iter().any(|l| text.contains(l.as_str()))
+            || (text.contains("://") && mask_url_passwords(text) != text)
+            || mask_token_shapes_lazy(text).is_some()
     }
 
     /// Any text (stderr, noise, a call preview) as it may be recorded.
@@ -249,8 +261,6 @@ fn nested_secret(arg: &str) -> Option<&str> {
     None
 }
 
-/// Masks the value of a secret-named header or field written `Name: value` (`X-API-Key:
-/// abc`, `Authorization: Bearer abc`, `"token": "abc"`). An auth scheme word stays.
 /// Where the header-name characters at the end of `head` begin: just after the last other
 /// character, which may be several bytes long (`…`, `é`).
 fn after_last_non_name(head: &str) -> usize {
@@ -260,6 +270,8 @@ fn after_last_non_name(head: &str) -> usize {
         .map_or(0, |(i, c)| i + c.len_utf8())
 }
 
+/// Masks the value of a secret-named header or field written `Name: value` (`X-API-Key:
+/// abc`, `Authorization: Bearer abc`, `"token": "abc"`). An auth scheme word stays.
 fn mask_headers(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -551,6 +563,20 @@ mod tests {
         for secret in ["nestedsecret1", "nestedsecret2", "shortflag3", "attached4"] {
             assert_eq!(r.text(&format!("echo {secret}!")), format!("echo {MASK}!"));
         }
+    }
+
+    #[test]
+    fn known_secrets_are_counted_and_a_header_shaped_value_alone_is_masked_but_not_counted() {
+        let r = Redactor::with_secrets(["hunter2-literal".to_string()]);
+        let mut m = serde_json::json!({
+            "a": "invalid token: expired",
+            "b": format!("auth ghp_{}", "a1".repeat(18)),
+            "c": "see https://u:pw@example.com/x",
+            "hunter2-literal": "d",
+        });
+        let m = m.as_object_mut().unwrap();
+        assert_eq!(r.map_secrets_found(m), 3);
+        assert_eq!(m["a"], format!("invalid token: {MASK}"));
     }
 
     #[test]

@@ -86,8 +86,9 @@ pub struct ErrorSeen {
     /// The error's message and data, or the result's text content: at most `ERROR_TEXT_KEEP`
     /// characters.
     pub text: String,
-    /// The redactor masked something in the reply: the server sent a secret.
-    pub masked: bool,
+    /// The reply held a known secret (a literal of the run, a URL password, a token shape),
+    /// masked in `text`.
+    pub secret: bool,
 }
 
 /// Error replies kept for the security checks, and the characters kept of each.
@@ -584,15 +585,15 @@ impl<'o> Ctx<'o> {
         let Some(rpc) = self.rpc.as_mut() else {
             return Err(NoReply::Exited);
         };
-        let masked_before = rpc.masked_replies;
+        let masked_before = rpc.replies_with_secrets;
         let reply = rpc.request(method, params, timeout);
-        let masked = rpc.masked_replies > masked_before;
+        let masked = rpc.replies_with_secrets > masked_before;
         self.keep_error(method, &reply, masked);
         reply
     }
 
     /// Keeps an error reply (or an `isError` tool result) for the security checks.
-    fn keep_error(&mut self, method: &str, reply: &Result<Reply, NoReply>, masked: bool) {
+    fn keep_error(&mut self, method: &str, reply: &Result<Reply, NoReply>, secret: bool) {
         if self.errors_seen.len() >= ERRORS_KEEP {
             return;
         }
@@ -631,7 +632,7 @@ impl<'o> Ctx<'o> {
             step: self.step.0,
             method: truncate(method, 128),
             text: truncate(&text, ERROR_TEXT_KEEP),
-            masked,
+            secret,
         });
     }
 
@@ -639,10 +640,10 @@ impl<'o> Ctx<'o> {
     /// takes. A server answers in order, so when the later request's reply comes first (plus
     /// a short grace), the raw line got no reply: this costs a round trip, not a timeout.
     pub fn probe_line(&mut self, line: &[u8], accept: &dyn Fn(Option<&Value>) -> bool) -> Probed {
-        let before = self.rpc.as_ref().map_or(0, |r| r.masked_replies);
+        let before = self.rpc.as_ref().map_or(0, |r| r.replies_with_secrets);
         let probed = self.probe_line_unkept(line, accept);
         if let Probed::Reply(reply) = &probed {
-            let masked = self.rpc.as_ref().is_some_and(|r| r.masked_replies > before);
+            let masked = self.rpc.as_ref().is_some_and(|r| r.replies_with_secrets > before);
             self.keep_error("(raw line)", &Ok(reply.clone()), masked);
         }
         probed
@@ -704,9 +705,9 @@ impl<'o> Ctx<'o> {
         if !rpc.send_raw(line) {
             return Err(NoReply::StdinClosed);
         }
-        let before = rpc.masked_replies;
+        let before = rpc.replies_with_secrets;
         let reply = rpc.wait_reply(accept, timeout);
-        let masked = rpc.masked_replies > before;
+        let masked = rpc.replies_with_secrets > before;
         self.keep_error("(raw line)", &reply, masked);
         reply
     }

@@ -498,7 +498,7 @@ pub const ALL: &[Check] = &[
     ),
     check(
         "security.error_secrets",
-        "error replies carry no secret (a token shape, or a value given in a secret-named --env or flag)",
+        "error replies carry no secret (a token shape, a URL password, or a value given in a secret-named --env or flag)",
         SPEC_SECURITY,
         "Never put credentials in error messages or data: clients show them to the model and log them. Report that authentication failed, not the key.",
         security::error_secrets,

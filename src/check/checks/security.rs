@@ -941,7 +941,7 @@ pub fn error_secrets(ctx: &mut Ctx<'_>) -> Outcome {
     let found: Vec<String> = ctx
         .errors_seen
         .iter()
-        .filter(|e| e.masked)
+        .filter(|e| e.secret)
         .map(|e| {
             let at = e.text.find(crate::redact::MASK);
             let shown = match at {
