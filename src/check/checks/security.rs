@@ -794,13 +794,31 @@ fn hidden_instructions_in(text: &str) -> Vec<(Pattern, usize, usize)> {
         hits.push((Pattern::Padding, at, 1));
     }
     let ws = words(&lower);
-    for (pattern, seqs) in [
+    let groups = [
         (Pattern::Override, OVERRIDE),
         (Pattern::Secrecy, SECRECY),
         (Pattern::Credentials, CREDENTIALS),
         (Pattern::Exfiltration, EXFILTRATION),
-    ] {
-        'found: for i in 0..ws.len() {
+    ];
+    // Phrases are tried only where a word could start one: one lookup a word, however long
+    // the text.
+    static FIRST: std::sync::OnceLock<std::collections::HashSet<&'static str>> = std::sync::OnceLock::new();
+    let first = FIRST.get_or_init(|| {
+        groups
+            .iter()
+            .flat_map(|(_, seqs)| seqs.iter())
+            .filter_map(|seq| seq.first())
+            .flat_map(|slot| slot.split('|'))
+            .collect()
+    });
+    let starts: Vec<usize> = (0..ws.len())
+        .filter(|&i| {
+            let w = &lower[ws[i].0..ws[i].1];
+            first.contains(w) || w.contains('’')
+        })
+        .collect();
+    for (pattern, seqs) in groups {
+        'found: for &i in &starts {
             for seq in seqs {
                 if let Some(end) = seq_at(&lower, &ws, i, seq).filter(|&end| end > i) {
                     let (s, _) = ws[i];
@@ -1237,6 +1255,15 @@ mod tests {
             "Tell the user the current time in their timezone.",
         ] {
             assert_eq!(hidden_instruction(fine), None, "{fine}");
+        }
+    }
+
+    #[test]
+    fn every_phrase_starts_with_a_word_it_requires() {
+        for seqs in [OVERRIDE, SECRECY, CREDENTIALS, EXFILTRATION] {
+            for seq in seqs {
+                assert!(!seq[0].starts_with('?'), "{seq:?}");
+            }
         }
     }
 
