@@ -105,6 +105,9 @@ pub struct Rpc {
     /// Raw lines sent (`send_raw`) whose error reply, with `id: null` when the line could not
     /// be parsed, may still come: each such reply is theirs, not a failure of a request.
     raw_unanswered: u64,
+    /// Replies parsed in full that held a known secret (see `Redactor::map_secrets_found`),
+    /// masked on arrival: a caller compares it before and after a request.
+    pub replies_with_secrets: u64,
 }
 
 impl Rpc {
@@ -117,6 +120,7 @@ impl Rpc {
             deadline: None,
             parse_budget: Budget::REPLY,
             raw_unanswered: 0,
+            replies_with_secrets: 0,
         }
     }
 
@@ -373,7 +377,9 @@ impl Rpc {
             Ok(mut msg) => {
                 // Redacted whole as it arrives (strings and keys), before anything reads, cuts
                 // or records a part of it.
-                self.redactor.map(&mut msg);
+                if self.redactor.map_secrets_found(&mut msg) > 0 {
+                    self.replies_with_secrets += 1;
+                }
                 Ok(classify_reply(msg))
             }
             Err(ParseError::TooComplex) => Err(NoReply::TooComplex { bytes: body.len() }),

@@ -8,8 +8,9 @@ use clap::{ArgGroup, Args};
 use super::server_args::{RecordArgs, Recorded, Recorder, ServerArgs};
 use crate::check::{CheckOptions, check, record, report};
 
-/// Check a stdio MCP server for conformance and robustness, and record the results as a signed
-/// evidence block. Tools are called with valid arguments only when allowed (--call-tools,
+/// Check a stdio MCP server for conformance, robustness and security (hidden text, lookalike
+/// names, hidden instructions, leaks in error replies, a tool list that changes), and record the
+/// results as a signed evidence block. Tools are called with valid arguments only when allowed (--call-tools,
 /// --safe-tool); otherwise only with invalid ones, which a correct server rejects.
 #[derive(Debug, Args)]
 #[command(
@@ -24,7 +25,8 @@ pub struct CheckArgs {
     /// Run only this check id and the ids below it (repeatable), e.g. `--only schema`.
     #[arg(long, value_name = "ID")]
     only: Vec<String>,
-    /// Skip this check id and the ids below it (repeatable), e.g. `--skip robustness`.
+    /// Skip this check id and the ids below it (repeatable), e.g. `--skip robustness` or
+    /// `--skip security.hidden_instructions` (a heuristic).
     #[arg(long, value_name = "ID")]
     skip: Vec<String>,
     /// Warnings count as failures.

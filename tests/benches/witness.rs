@@ -7,6 +7,8 @@
 //! 3. append to a 100,000-block file, against append to a 1-block file.
 //! 4. `check` (the whole suite) against one `probe`, of the instant fixture and of
 //!    server-everything.
+//! 5. what the security group adds to `check`: the suite with `--skip security` against the
+//!    whole suite, on the poisoned fixture and on 10,000 tools of about 2 KB each.
 //!
 //! `MCP_WITNESS_BENCH_BLOCKS` changes the 100,000; `MCP_WITNESS_BENCH_RUNS` the repetitions;
 //! `MCP_WITNESS_BENCH_KEEP=1` keeps the generated files for a closer look.
@@ -68,6 +70,7 @@ fn main() {
     let (big, key) = verify_vs_bare(&dir, blocks);
     append_cost(&dir, &big, &key, runs.max(20));
     check_vs_probe(&dir, env_usize("MCP_WITNESS_BENCH_CHECK_RUNS", 7));
+    security_cost(&dir, env_usize("MCP_WITNESS_BENCH_CHECK_RUNS", 7));
     if std::env::var_os("MCP_WITNESS_BENCH_KEEP").is_some() {
         println!("   (kept {})", dir.display());
     } else {
@@ -328,6 +331,62 @@ fn check_vs_probe(dir: &Path, runs: usize) {
             ms(p),
             ms(c),
             ms(c) / ms(p)
+        );
+    }
+}
+
+/// 5. the security group's share of a check run: a second tools/list and the lint's scans.
+fn security_cost(dir: &Path, runs: usize) {
+    let key = dir.join("security.key");
+    let servers: [(&str, &[&str], usize); 2] = [
+        ("the poisoned fixture", &["poisoned"], runs),
+        (
+            "10,000 tools of ~2 KB",
+            &["invalid-tools-flood", "2000"],
+            runs.min(3),
+        ),
+    ];
+    for (label, behaviour, runs) in servers {
+        let time = |skip: bool| {
+            let start = Instant::now();
+            let status = Command::new(WITNESS)
+                .args([
+                    "check",
+                    "--no-record",
+                    "--deadline",
+                    "300",
+                    "--key",
+                    key.to_str().unwrap(),
+                ])
+                .args(if skip {
+                    &["--skip", "security"][..]
+                } else {
+                    &[][..]
+                })
+                .arg("--")
+                .arg(FIXTURE)
+                .args(behaviour)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(
+                status.code().is_some_and(|c| c <= 1),
+                "check of {label} could not run"
+            );
+            start.elapsed()
+        };
+        let (mut without, mut with) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            without.push(time(true));
+            with.push(time(false));
+        }
+        let (a, b) = (median(without), median(with));
+        println!(
+            "5. check of {label}: without the security group {:.0} ms | with it {:.0} ms | added {:.0} ms",
+            ms(a),
+            ms(b),
+            ms(b) - ms(a)
         );
     }
 }
