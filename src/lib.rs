@@ -79,6 +79,7 @@ pub(crate) mod program;
 pub(crate) mod redact;
 pub(crate) mod rpc;
 pub(crate) mod session;
+pub mod surface;
 pub(crate) mod text;
 
 pub use check::{CheckOptions, CheckReport, CheckResult, Status, check};
