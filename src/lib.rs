@@ -57,6 +57,7 @@ pub mod framing;
 pub mod hex;
 pub mod inert;
 pub mod json_budget;
+pub mod jsonschema;
 pub mod kit;
 pub mod probe;
 pub mod program;

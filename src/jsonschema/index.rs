@@ -1,0 +1,437 @@
+//! Indexing a schema before any instance is seen: every subschema's base URI, the resources
+//! (`$id`), anchors (`$anchor`, `$dynamicAnchor`, draft-07 `$id: "#name"`) and every
+//! `$ref`/`$dynamicRef` resolved to its target once, loading preloaded registry documents as
+//! they are referenced. Keyword values are checked for shape and every regex compiled here,
+//! so a schema that [`Validator::new`](super::Validator::new) accepts cannot fail later for
+//! being malformed. Subschemas are identified by address: the schema is borrowed, not copied.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::dialect::{Dialect, Registry};
+use super::error::SchemaError;
+use super::regex::{self, Regex};
+use super::uri;
+
+/// The base URI of a root schema without `$id`.
+pub const DEFAULT_BASE: &str = "urn:mcp-witness:schema";
+
+/// Identity of a subschema inside the borrowed documents.
+pub fn addr(v: &Value) -> usize {
+    v as *const Value as usize
+}
+
+/// Where a `$dynamicRef` goes before the dynamic scope is consulted.
+#[derive(Debug, Clone, Copy)]
+pub struct DynRef<'s> {
+    pub target: &'s Value,
+    /// The anchor name when the initial target carries a matching `$dynamicAnchor`: then the
+    /// outermost resource in the dynamic scope with that anchor wins.
+    pub dynamic: Option<&'s str>,
+}
+
+struct Pending<'s> {
+    holder: usize,
+    base: usize,
+    reference: &'s str,
+    dynamic: bool,
+    at: String,
+}
+
+pub struct Index<'s> {
+    pub dialect: Dialect,
+    pub bases: Vec<String>,
+    base_ids: HashMap<String, usize>,
+    /// Base URI id of every indexed subschema.
+    pub base_of: HashMap<usize, usize>,
+    resources: HashMap<String, &'s Value>,
+    anchors: HashMap<(usize, String), &'s Value>,
+    /// `$dynamicAnchor`s by (resource base id, name).
+    pub dyn_anchors: HashMap<(usize, &'s str), &'s Value>,
+    pub regexes: HashMap<&'s str, Regex>,
+    /// Target of the `$ref` of each subschema that has one.
+    pub refs: HashMap<usize, &'s Value>,
+    pub dyn_refs: HashMap<usize, DynRef<'s>>,
+    /// Whether any `unevaluated*` keyword is present (annotations are then collected in full).
+    pub uses_unevaluated: bool,
+    pending: Vec<Pending<'s>>,
+    registry: &'s Registry,
+    max_depth: usize,
+}
+
+const TYPE_NAMES: [&str; 7] = [
+    "null", "boolean", "object", "array", "number", "string", "integer",
+];
+
+impl<'s> Index<'s> {
+    pub fn build(
+        root: &'s Value,
+        dialect: Dialect,
+        registry: &'s Registry,
+        max_depth: usize,
+    ) -> Result<Self, SchemaError> {
+        let mut ix = Index {
+            dialect,
+            bases: Vec::new(),
+            base_ids: HashMap::new(),
+            base_of: HashMap::new(),
+            resources: HashMap::new(),
+            anchors: HashMap::new(),
+            dyn_anchors: HashMap::new(),
+            regexes: HashMap::new(),
+            refs: HashMap::new(),
+            dyn_refs: HashMap::new(),
+            uses_unevaluated: false,
+            pending: Vec::new(),
+            registry,
+            max_depth,
+        };
+        let base = ix.intern(DEFAULT_BASE);
+        ix.resources.insert(DEFAULT_BASE.to_string(), root);
+        ix.walk(root, base, String::new(), 0)?;
+        while let Some(p) = ix.pending.pop() {
+            let resolved = uri::resolve(&ix.bases[p.base], p.reference);
+            let Some(target) = ix.lookup(&resolved)? else {
+                return Err(SchemaError::UnresolvableRef {
+                    reference: p.reference.to_string(),
+                    resolved,
+                    at: p.at,
+                });
+            };
+            if p.dynamic {
+                let frag = uri::split_fragment(p.reference).1;
+                let named = !frag.is_empty() && !frag.starts_with('/');
+                let dynamic = (named && target.get("$dynamicAnchor").and_then(Value::as_str) == Some(frag))
+                    .then_some(frag);
+                ix.dyn_refs.insert(p.holder, DynRef { target, dynamic });
+            } else {
+                ix.refs.insert(p.holder, target);
+            }
+        }
+        Ok(ix)
+    }
+
+    fn intern(&mut self, base: &str) -> usize {
+        if let Some(&id) = self.base_ids.get(base) {
+            return id;
+        }
+        self.bases.push(base.to_string());
+        self.base_ids.insert(base.to_string(), self.bases.len() - 1);
+        self.bases.len() - 1
+    }
+
+    /// The subschema at absolute URI `abs`, indexing what it reaches; None if we hold no such.
+    fn lookup(&mut self, abs: &str) -> Result<Option<&'s Value>, SchemaError> {
+        let (doc_uri, frag) = uri::split_fragment(abs);
+        let root = match self.resources.get(doc_uri) {
+            Some(&r) => r,
+            None => {
+                let registry = self.registry;
+                let Some(doc) = registry.get(doc_uri) else {
+                    return Ok(None);
+                };
+                let base = self.intern(doc_uri);
+                self.resources.insert(doc_uri.to_string(), doc);
+                self.walk(doc, base, format!("{doc_uri}#"), 0)?;
+                doc
+            }
+        };
+        if frag.is_empty() {
+            return Ok(Some(root));
+        }
+        let Some(decoded) = uri::percent_decode(frag) else {
+            return Ok(None);
+        };
+        if !decoded.starts_with('/') {
+            let base = self.intern(doc_uri);
+            return Ok(self.anchors.get(&(base, decoded)).copied());
+        }
+        let Some(tokens) = uri::pointer_tokens(&decoded) else {
+            return Ok(None);
+        };
+        let mut cur = root;
+        let mut base = self.base_of.get(&addr(root)).copied().unwrap_or(0);
+        for t in &tokens {
+            let next = match cur {
+                Value::Object(o) => o.get(t.as_str()),
+                Value::Array(a) => t
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|_| t == "0" || !t.starts_with('0'))
+                    .and_then(|i| a.get(i)),
+                _ => None,
+            };
+            let Some(next) = next else {
+                return Ok(None);
+            };
+            cur = next;
+            if let Some(&b) = self.base_of.get(&addr(cur)) {
+                base = b;
+            }
+        }
+        if !self.base_of.contains_key(&addr(cur)) {
+            self.walk(cur, base, format!("{doc_uri}#{decoded}"), 0)?;
+        }
+        Ok(Some(cur))
+    }
+
+    fn walk(&mut self, node: &'s Value, base: usize, at: String, depth: usize) -> Result<(), SchemaError> {
+        if depth > self.max_depth {
+            return Err(SchemaError::TooDeep {
+                at,
+                limit: self.max_depth,
+            });
+        }
+        let key = addr(node);
+        if self.base_of.contains_key(&key) {
+            return Ok(());
+        }
+        let o = match node {
+            Value::Bool(_) => {
+                self.base_of.insert(key, base);
+                return Ok(());
+            }
+            Value::Object(o) => o,
+            _ => {
+                return Err(SchemaError::BadKeyword {
+                    at,
+                    expected: "a schema (an object or a boolean)",
+                });
+            }
+        };
+        let d7 = self.dialect == Dialect::Draft7;
+        let has_ref = o.contains_key("$ref");
+        let mut base = base;
+        if let Some(id) = o.get("$id")
+            && !(d7 && has_ref)
+        {
+            let Some(id) = id.as_str() else {
+                return Err(bad(&at, "$id", "a URI-reference string"));
+            };
+            if d7 && id.starts_with('#') {
+                self.anchors.insert((base, id[1..].to_string()), node);
+            } else {
+                let abs = uri::resolve(&self.bases[base], id);
+                let (doc_uri, frag) = uri::split_fragment(&abs);
+                base = self.intern(doc_uri);
+                self.resources.entry(doc_uri.to_string()).or_insert(node);
+                if d7 && !frag.is_empty() {
+                    self.anchors.insert((base, frag.to_string()), node);
+                }
+            }
+        }
+        self.base_of.insert(key, base);
+        if !d7 {
+            for kw in ["$anchor", "$dynamicAnchor"] {
+                if let Some(a) = o.get(kw) {
+                    let Some(a) = a.as_str() else {
+                        return Err(bad(&at, kw, "a string"));
+                    };
+                    self.anchors.insert((base, a.to_string()), node);
+                    if kw == "$dynamicAnchor" {
+                        self.dyn_anchors.insert((base, a), node);
+                    }
+                }
+            }
+        }
+        for (kw, dynamic) in [("$ref", false), ("$dynamicRef", true)] {
+            if dynamic && d7 {
+                continue;
+            }
+            if let Some(r) = o.get(kw) {
+                let Some(reference) = r.as_str() else {
+                    return Err(bad(&at, kw, "a URI-reference string"));
+                };
+                self.pending.push(Pending {
+                    holder: key,
+                    base,
+                    reference,
+                    dynamic,
+                    at: format!("{at}/{kw}"),
+                });
+            }
+        }
+        if d7 && has_ref {
+            // Draft-07: `$ref` makes every sibling keyword ignored.
+            return Ok(());
+        }
+        for (k, v) in o {
+            if let Some(expected) = shape_error(k, v) {
+                let mut at = at.clone();
+                at.push('/');
+                uri::escape_token(k, &mut at);
+                return Err(SchemaError::BadKeyword { at, expected });
+            }
+            let here = || {
+                let mut s = at.clone();
+                s.push('/');
+                uri::escape_token(k, &mut s);
+                s
+            };
+            match k.as_str() {
+                "additionalProperties" | "propertyNames" | "contains" | "not" | "if" | "then" | "else" => {
+                    self.walk(v, base, here(), depth + 1)?;
+                }
+                "additionalItems" if d7 => self.walk(v, base, here(), depth + 1)?,
+                "unevaluatedItems" | "unevaluatedProperties" if !d7 => {
+                    self.uses_unevaluated = true;
+                    self.walk(v, base, here(), depth + 1)?;
+                }
+                "items" => match v {
+                    Value::Array(a) if d7 => self.walk_all(a, base, &here(), depth)?,
+                    Value::Array(_) => {
+                        return Err(SchemaError::BadKeyword {
+                            at: here(),
+                            expected: "a schema (the array form of items is draft-07's; 2020-12 uses prefixItems)",
+                        });
+                    }
+                    _ => self.walk(v, base, here(), depth + 1)?,
+                },
+                "allOf" | "anyOf" | "oneOf" => match v {
+                    Value::Array(a) if !a.is_empty() => self.walk_all(a, base, &here(), depth)?,
+                    _ => {
+                        return Err(SchemaError::BadKeyword {
+                            at: here(),
+                            expected: "a non-empty array of schemas",
+                        });
+                    }
+                },
+                "prefixItems" if !d7 => match v {
+                    Value::Array(a) if !a.is_empty() => self.walk_all(a, base, &here(), depth)?,
+                    _ => {
+                        return Err(SchemaError::BadKeyword {
+                            at: here(),
+                            expected: "a non-empty array of schemas",
+                        });
+                    }
+                },
+                "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+                    let Some(m) = v.as_object() else {
+                        return Err(SchemaError::BadKeyword {
+                            at: here(),
+                            expected: "an object whose values are schemas",
+                        });
+                    };
+                    let here = here();
+                    for (name, sub) in m {
+                        if k == "patternProperties" {
+                            self.compile(name, &here)?;
+                        }
+                        let mut s = here.clone();
+                        s.push('/');
+                        uri::escape_token(name, &mut s);
+                        self.walk(sub, base, s, depth + 1)?;
+                    }
+                }
+                "dependencies" => {
+                    let Some(m) = v.as_object() else {
+                        return Err(SchemaError::BadKeyword {
+                            at: here(),
+                            expected: "an object",
+                        });
+                    };
+                    let here = here();
+                    for (name, sub) in m {
+                        let mut s = here.clone();
+                        s.push('/');
+                        uri::escape_token(name, &mut s);
+                        match sub {
+                            Value::Array(a) => {
+                                if !a.iter().all(Value::is_string) {
+                                    return Err(SchemaError::BadKeyword {
+                                        at: s,
+                                        expected: "an array of strings or a schema",
+                                    });
+                                }
+                            }
+                            _ => self.walk(sub, base, s, depth + 1)?,
+                        }
+                    }
+                }
+                "pattern" => match v {
+                    Value::String(p) => self.compile(p, &here())?,
+                    _ => {
+                        return Err(SchemaError::BadKeyword {
+                            at: here(),
+                            expected: "a regular expression string",
+                        });
+                    }
+                },
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn walk_all(
+        &mut self,
+        items: &'s [Value],
+        base: usize,
+        at: &str,
+        depth: usize,
+    ) -> Result<(), SchemaError> {
+        for (i, sub) in items.iter().enumerate() {
+            self.walk(sub, base, format!("{at}/{i}"), depth + 1)?;
+        }
+        Ok(())
+    }
+
+    fn compile(&mut self, pattern: &'s str, at: &str) -> Result<(), SchemaError> {
+        if self.regexes.contains_key(pattern) {
+            return Ok(());
+        }
+        match regex::compile(pattern) {
+            Ok(re) => {
+                self.regexes.insert(pattern, re);
+                Ok(())
+            }
+            Err(error) => Err(SchemaError::Regex {
+                pattern: pattern.to_string(),
+                at: at.to_string(),
+                error,
+            }),
+        }
+    }
+}
+
+/// What the value of assertion keyword `k` must be, if `v` is not that.
+fn shape_error(k: &str, v: &Value) -> Option<&'static str> {
+    let strings = |v: &Value| v.as_array().is_some_and(|a| a.iter().all(Value::is_string));
+    let (ok, expected) = match k {
+        "type" => {
+            let known = |t: &Value| t.as_str().is_some_and(|t| TYPE_NAMES.contains(&t));
+            let ok = match v {
+                Value::Array(a) => !a.is_empty() && a.iter().all(known),
+                t => known(t),
+            };
+            (
+                ok,
+                "a type name (null, boolean, object, array, number, string, integer) or an array of them",
+            )
+        }
+        "required" => (strings(v), "an array of strings"),
+        "dependentRequired" => (
+            v.as_object().is_some_and(|m| m.values().all(strings)),
+            "an object whose values are arrays of strings",
+        ),
+        "enum" => (v.is_array(), "an array"),
+        "multipleOf" => (v.as_f64().is_some_and(|f| f > 0.0), "a number greater than 0"),
+        "maximum" | "minimum" | "exclusiveMaximum" | "exclusiveMinimum" => (v.is_number(), "a number"),
+        "maxLength" | "minLength" | "maxItems" | "minItems" | "maxProperties" | "minProperties"
+        | "maxContains" | "minContains" => (
+            matches!(v, Value::Number(n) if super::value::is_integer(n) && n.as_f64().is_some_and(|f| f >= 0.0)),
+            "a non-negative integer",
+        ),
+        "uniqueItems" => (v.is_boolean(), "a boolean"),
+        _ => (true, ""),
+    };
+    (!ok).then_some(expected)
+}
+
+fn bad(at: &str, kw: &str, expected: &'static str) -> SchemaError {
+    SchemaError::BadKeyword {
+        at: format!("{at}/{kw}"),
+        expected,
+    }
+}
