@@ -439,18 +439,20 @@ impl<'v, 's> Eval<'v, 's> {
                 }
             };
         }
-        let deps_kw = if self.d7 {
-            "dependencies"
+        // 2020-12 keeps draft-07's `dependencies` for compatibility (its metaschema declares it).
+        let deps_kws: &[&str] = if self.d7 {
+            &["dependencies"]
         } else {
-            "dependentSchemas"
+            &["dependentSchemas", "dependencies"]
         };
-        if let Some((kw, Value::Object(deps))) = o.get_key_value(deps_kw) {
+        for (kw, deps) in deps_kws.iter().filter_map(|k| o.get_key_value(*k)) {
+            let Value::Object(deps) = deps else { continue };
             for (name, s) in deps {
                 if !m.contains_key(name) {
                     continue;
                 }
                 if let Value::Array(reqs) = s {
-                    // Draft-07 `dependencies` with property names: like dependentRequired.
+                    // `dependencies` with property names: like dependentRequired.
                     if !self.vocab.validation {
                         continue;
                     }

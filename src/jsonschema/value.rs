@@ -35,7 +35,11 @@ pub fn is_multiple_of(x: &Number, m: &Number) -> bool {
         return false;
     }
     let q = x / m;
-    q.is_finite() && (q - q.round()).abs() <= 1e-9
+    if !q.is_finite() {
+        // The quotient overflows (1e308 / 0.5): the remainder is still exact.
+        return x % m == 0.0;
+    }
+    (q - q.round()).abs() <= 1e-9
 }
 
 /// Whether `v` is of the JSON Schema type `name`; None if `name` is no type name.
