@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::Limits;
 use super::dialect::{Dialect, Vocabularies};
 use super::error::{ErrorKind, Limit, Outcome, ValidationError};
-use super::index::{Index, addr};
+use super::index::{Index, Node, addr, group};
 use super::pike;
 use super::uri::escape_token;
 use super::value::{cmp_numbers, equal, has_type, is_multiple_of, type_name};
@@ -20,7 +20,8 @@ use std::cmp::Ordering;
 enum Abort {
     Steps,
     Depth,
-    RefCycle,
+    /// At this instance location.
+    RefCycle(String),
 }
 
 /// Which properties and items of the current instance were evaluated.
@@ -65,6 +66,11 @@ enum KSeg<'s> {
     Index(usize),
 }
 
+enum IPath {
+    Key(String),
+    Index(usize),
+}
+
 enum ISeg<'a> {
     Key(&'a str),
     Index(usize),
@@ -82,7 +88,7 @@ pub struct Eval<'v, 's> {
     collect: bool,
     errors: Vec<ValidationError>,
     truncated: bool,
-    ipath: Vec<String>,
+    ipath: Vec<IPath>,
     kpath: Vec<KSeg<'s>>,
     ref_stack: Vec<(usize, usize)>,
     scope: Vec<usize>,
@@ -126,9 +132,7 @@ impl<'v, 's> Eval<'v, 's> {
             }
             Err(Abort::Steps) => Outcome::TooComplex(Limit::Steps(self.limits.max_steps)),
             Err(Abort::Depth) => Outcome::TooComplex(Limit::Depth(self.limits.max_depth)),
-            Err(Abort::RefCycle) => Outcome::TooComplex(Limit::RefCycle {
-                at: self.instance_path(),
-            }),
+            Err(Abort::RefCycle(at)) => Outcome::TooComplex(Limit::RefCycle { at }),
         }
     }
 
@@ -141,7 +145,10 @@ impl<'v, 's> Eval<'v, 's> {
         let mut s = String::new();
         for t in &self.ipath {
             s.push('/');
-            escape_token(t, &mut s);
+            match t {
+                IPath::Key(k) => escape_token(k, &mut s),
+                IPath::Index(i) => s.push_str(&i.to_string()),
+            }
         }
         s
     }
@@ -181,17 +188,17 @@ impl<'v, 's> Eval<'v, 's> {
         inst: &Value,
         i: Option<ISeg<'_>>,
     ) -> Res {
+        // Both paths are kept even when errors are not collected: a bound reached inside a
+        // tentative branch still names where it happened.
         let (km, im) = (self.kpath.len(), self.ipath.len());
-        if self.collect {
-            self.kpath.push(KSeg::Key(kw));
-            if let Some(k) = k {
-                self.kpath.push(k);
-            }
-            match i {
-                Some(ISeg::Key(s)) => self.ipath.push(s.to_string()),
-                Some(ISeg::Index(n)) => self.ipath.push(n.to_string()),
-                None => {}
-            }
+        self.kpath.push(KSeg::Key(kw));
+        if let Some(k) = k {
+            self.kpath.push(k);
+        }
+        match i {
+            Some(ISeg::Key(s)) => self.ipath.push(IPath::Key(s.to_string())),
+            Some(ISeg::Index(n)) => self.ipath.push(IPath::Index(n)),
+            None => {}
         }
         let r = self.eval(schema, inst);
         self.kpath.truncate(km);
@@ -218,7 +225,7 @@ impl<'v, 's> Eval<'v, 's> {
     fn follow(&mut self, kw: &'s str, target: &'s Value, inst: &Value) -> Res {
         let key = (addr(target), addr(inst));
         if self.ref_stack.contains(&key) {
-            return Err(Abort::RefCycle);
+            return Err(Abort::RefCycle(self.instance_path()));
         }
         self.ref_stack.push(key);
         let r = self.sub(kw, None, target, inst, None);
@@ -248,16 +255,19 @@ impl<'v, 's> Eval<'v, 's> {
             }
             _ => return Ok((true, Ann::default())),
         };
-        let base = self.ix.base_of.get(&addr(schema)).copied();
-        let pushed = match base {
-            Some(b) if self.scope.last() != Some(&b) => {
+        let Some(node) = self.ix.nodes.get(&addr(schema)).copied() else {
+            self.fail("", ErrorKind::Internal("subschema not indexed"));
+            return Ok((false, Ann::default()));
+        };
+        let pushed = match node.base {
+            b if self.scope.last() != Some(&b) => {
                 self.scope.push(b);
                 true
             }
             _ => false,
         };
         self.depth += 1;
-        let r = self.eval_object(schema, o, inst);
+        let r = self.eval_object(node, o, inst);
         self.depth -= 1;
         if pushed {
             self.scope.pop();
@@ -265,7 +275,7 @@ impl<'v, 's> Eval<'v, 's> {
         r
     }
 
-    fn eval_object(&mut self, schema: &'s Value, o: &'s Map<String, Value>, inst: &Value) -> Res {
+    fn eval_object(&mut self, node: Node<'s>, o: &'s Map<String, Value>, inst: &Value) -> Res {
         let mut valid = true;
         let mut ann = Ann::default();
         macro_rules! apply {
@@ -285,9 +295,9 @@ impl<'v, 's> Eval<'v, 's> {
                 }
             };
         }
-        let here = addr(schema);
-        if o.contains_key("$ref") {
-            let Some(&target) = self.ix.refs.get(&here) else {
+        let g = node.groups;
+        if g & group::REF != 0 {
+            let Some(target) = node.ref_target else {
                 self.fail("$ref", ErrorKind::Internal("$ref not indexed"));
                 return Ok((false, ann));
             };
@@ -297,8 +307,8 @@ impl<'v, 's> Eval<'v, 's> {
             }
             done!();
         }
-        if !self.d7 && o.contains_key("$dynamicRef") {
-            let Some(dr) = self.ix.dyn_refs.get(&here).copied() else {
+        if !self.d7 && g & group::DYNAMIC_REF != 0 {
+            let Some(dr) = node.dyn_ref else {
                 self.fail("$dynamicRef", ErrorKind::Internal("$dynamicRef not indexed"));
                 return Ok((false, ann));
             };
@@ -315,14 +325,14 @@ impl<'v, 's> Eval<'v, 's> {
             done!();
         }
         if self.vocab.applicator {
-            self.applicators(o, inst, &mut valid, &mut ann)?;
+            self.applicators(g, o, inst, &mut valid, &mut ann)?;
             done!();
         }
         if self.vocab.validation {
-            self.assertions(o, inst, &mut valid)?;
+            self.assertions(g, o, inst, &mut valid)?;
             done!();
         }
-        if !self.d7 && self.vocab.unevaluated {
+        if !self.d7 && self.vocab.unevaluated && g & group::UNEVALUATED != 0 {
             self.unevaluated(o, inst, &mut valid, &mut ann)?;
         }
         Ok((valid, ann))
@@ -330,6 +340,7 @@ impl<'v, 's> Eval<'v, 's> {
 
     fn applicators(
         &mut self,
+        g: u16,
         o: &'s Map<String, Value>,
         inst: &Value,
         valid: &mut bool,
@@ -352,73 +363,79 @@ impl<'v, 's> Eval<'v, 's> {
                 }
             };
         }
-        let need_all = self.ix.uses_unevaluated;
-        if let Some(Value::Array(subs)) = o.get("allOf") {
-            for (i, s) in subs.iter().enumerate() {
-                apply!(self.sub("allOf", Some(KSeg::Index(i)), s, inst, None)?);
-                done!();
+        if g & group::COMBINATORS != 0 {
+            let need_all = self.ix.uses_unevaluated;
+            if let Some(Value::Array(subs)) = o.get("allOf") {
+                for (i, s) in subs.iter().enumerate() {
+                    apply!(self.sub("allOf", Some(KSeg::Index(i)), s, inst, None)?);
+                    done!();
+                }
             }
-        }
-        if let Some(Value::Array(subs)) = o.get("anyOf") {
-            let mut any = false;
-            for (i, s) in subs.iter().enumerate() {
-                let (ok, a) = self.quiet("anyOf", Some(KSeg::Index(i)), s, inst, None)?;
-                if ok {
-                    any = true;
-                    ann.merge(a);
-                    if !need_all {
-                        break;
+            if let Some(Value::Array(subs)) = o.get("anyOf") {
+                let mut any = false;
+                for (i, s) in subs.iter().enumerate() {
+                    let (ok, a) = self.quiet("anyOf", Some(KSeg::Index(i)), s, inst, None)?;
+                    if ok {
+                        any = true;
+                        ann.merge(a);
+                        if !need_all {
+                            break;
+                        }
                     }
                 }
-            }
-            if !any {
-                *valid = false;
-                self.fail("anyOf", ErrorKind::AnyOf);
-                done!();
-            }
-        }
-        if let Some(Value::Array(subs)) = o.get("oneOf") {
-            let mut matched = 0;
-            let mut one = Ann::default();
-            for (i, s) in subs.iter().enumerate() {
-                let (ok, a) = self.quiet("oneOf", Some(KSeg::Index(i)), s, inst, None)?;
-                if ok {
-                    matched += 1;
-                    one.merge(a);
+                if !any {
+                    *valid = false;
+                    self.fail("anyOf", ErrorKind::AnyOf);
+                    done!();
                 }
             }
-            if matched == 1 {
-                ann.merge(one);
-            } else {
-                *valid = false;
-                self.fail("oneOf", ErrorKind::OneOf { matched });
-                done!();
+            if let Some(Value::Array(subs)) = o.get("oneOf") {
+                let mut matched = 0;
+                let mut one = Ann::default();
+                for (i, s) in subs.iter().enumerate() {
+                    let (ok, a) = self.quiet("oneOf", Some(KSeg::Index(i)), s, inst, None)?;
+                    if ok {
+                        matched += 1;
+                        one.merge(a);
+                    }
+                }
+                if matched == 1 {
+                    ann.merge(one);
+                } else {
+                    *valid = false;
+                    self.fail("oneOf", ErrorKind::OneOf { matched });
+                    done!();
+                }
             }
-        }
-        if let Some(s) = o.get("not") {
-            let (ok, _) = self.quiet("not", None, s, inst, None)?;
-            if ok {
-                *valid = false;
-                self.fail("not", ErrorKind::Not);
-                done!();
+            if let Some(s) = o.get("not") {
+                let (ok, _) = self.quiet("not", None, s, inst, None)?;
+                if ok {
+                    *valid = false;
+                    self.fail("not", ErrorKind::Not);
+                    done!();
+                }
             }
-        }
-        if let Some(s) = o.get("if") {
-            let (ok, a) = self.quiet("if", None, s, inst, None)?;
-            let branch = if ok {
-                ann.merge(a);
-                "then"
-            } else {
-                "else"
-            };
-            if let Some((k, s)) = o.get_key_value(branch) {
-                apply!(self.sub(k, None, s, inst, None)?);
-                done!();
+            if let Some(s) = o.get("if") {
+                let (ok, a) = self.quiet("if", None, s, inst, None)?;
+                let branch = if ok {
+                    ann.merge(a);
+                    "then"
+                } else {
+                    "else"
+                };
+                if let Some((k, s)) = o.get_key_value(branch) {
+                    apply!(self.sub(k, None, s, inst, None)?);
+                    done!();
+                }
             }
         }
         match inst {
-            Value::Object(m) => self.object_applicators(o, m, inst, valid, ann)?,
-            Value::Array(a) => self.array_applicators(o, a, valid, ann)?,
+            Value::Object(m) if g & group::OBJECT_APPLICATORS != 0 => {
+                self.object_applicators(o, m, inst, valid, ann)?
+            }
+            Value::Array(a) if g & group::ARRAY_APPLICATORS != 0 => {
+                self.array_applicators(o, a, valid, ann)?
+            }
             _ => {}
         }
         Ok(())
@@ -623,7 +640,33 @@ impl<'v, 's> Eval<'v, 's> {
         Ok(())
     }
 
-    fn assertions(&mut self, o: &'s Map<String, Value>, inst: &Value, valid: &mut bool) -> Result<(), Abort> {
+    fn assertions(
+        &mut self,
+        g: u16,
+        o: &'s Map<String, Value>,
+        inst: &Value,
+        valid: &mut bool,
+    ) -> Result<(), Abort> {
+        if g & group::ANY_ASSERTIONS != 0 {
+            self.any_assertions(o, inst, valid)?;
+        }
+        match inst {
+            Value::Number(n) if g & group::NUMBER_ASSERTIONS != 0 => self.number_assertions(o, n, valid),
+            Value::String(s) if g & group::STRING_ASSERTIONS != 0 => self.string_assertions(o, s, valid)?,
+            Value::Array(a) if g & group::ARRAY_ASSERTIONS != 0 => self.array_assertions(o, a, valid)?,
+            Value::Object(m) if g & group::OBJECT_ASSERTIONS != 0 => self.object_assertions(o, m, valid)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// type, enum, const.
+    fn any_assertions(
+        &mut self,
+        o: &'s Map<String, Value>,
+        inst: &Value,
+        valid: &mut bool,
+    ) -> Result<(), Abort> {
         let types: &[Value] = match o.get("type") {
             Some(Value::Array(ts)) => ts,
             Some(t) => std::slice::from_ref(t),
@@ -661,111 +704,130 @@ impl<'v, 's> Eval<'v, 's> {
         {
             self.reject(valid, "const", ErrorKind::Const);
         }
-        match inst {
-            Value::Number(n) => {
-                for (kw, fails) in [
-                    ("multipleOf", None),
-                    ("maximum", Some(&[Ordering::Greater][..])),
-                    (
-                        "exclusiveMaximum",
-                        Some(&[Ordering::Greater, Ordering::Equal][..]),
-                    ),
-                    ("minimum", Some(&[Ordering::Less][..])),
-                    ("exclusiveMinimum", Some(&[Ordering::Less, Ordering::Equal][..])),
-                ] {
-                    let Some((kw, Value::Number(limit))) = o.get_key_value(kw) else {
-                        continue;
-                    };
-                    let failed = match fails {
-                        None => !is_multiple_of(n, limit),
-                        Some(f) => cmp_numbers(n, limit).is_none_or(|ord| f.contains(&ord)),
-                    };
-                    if failed {
+        Ok(())
+    }
+
+    fn number_assertions(&mut self, o: &'s Map<String, Value>, n: &serde_json::Number, valid: &mut bool) {
+        for (kw, fails) in [
+            ("multipleOf", None),
+            ("maximum", Some(&[Ordering::Greater][..])),
+            (
+                "exclusiveMaximum",
+                Some(&[Ordering::Greater, Ordering::Equal][..]),
+            ),
+            ("minimum", Some(&[Ordering::Less][..])),
+            ("exclusiveMinimum", Some(&[Ordering::Less, Ordering::Equal][..])),
+        ] {
+            let Some((kw, Value::Number(limit))) = o.get_key_value(kw) else {
+                continue;
+            };
+            let failed = match fails {
+                None => !is_multiple_of(n, limit),
+                Some(f) => cmp_numbers(n, limit).is_none_or(|ord| f.contains(&ord)),
+            };
+            if failed {
+                self.reject(
+                    valid,
+                    kw,
+                    ErrorKind::Bound {
+                        keyword: static_kw(kw),
+                        limit: limit.clone(),
+                    },
+                );
+            }
+        }
+    }
+
+    fn string_assertions(
+        &mut self,
+        o: &'s Map<String, Value>,
+        s: &str,
+        valid: &mut bool,
+    ) -> Result<(), Abort> {
+        let has_len = o.contains_key("maxLength") || o.contains_key("minLength");
+        let len = if has_len {
+            self.tick(s.len() as u64 / 64)?;
+            s.chars().count() as f64
+        } else {
+            0.0
+        };
+        self.counts(o, len, &["maxLength", "minLength"], valid);
+        if let Some((kw, Value::String(p))) = o.get_key_value("pattern") {
+            match self.is_match(p, s)? {
+                Some(true) => {}
+                Some(false) => self.reject(valid, kw, ErrorKind::Pattern { pattern: p.clone() }),
+                None => self.reject(valid, kw, ErrorKind::Internal("pattern not compiled")),
+            }
+        }
+        Ok(())
+    }
+
+    fn array_assertions(
+        &mut self,
+        o: &'s Map<String, Value>,
+        a: &[Value],
+        valid: &mut bool,
+    ) -> Result<(), Abort> {
+        self.counts(o, a.len() as f64, &["maxItems", "minItems"], valid);
+        if o.get("uniqueItems") == Some(&Value::Bool(true)) {
+            'outer: for i in 0..a.len() {
+                for j in i + 1..a.len() {
+                    if equal(&a[i], &a[j], &mut self.steps).ok_or(Abort::Steps)? {
                         self.reject(
                             valid,
-                            kw,
-                            ErrorKind::Bound {
-                                keyword: static_kw(kw),
-                                limit: limit.clone(),
+                            "uniqueItems",
+                            ErrorKind::UniqueItems { first: i, second: j },
+                        );
+                        break 'outer;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn object_assertions(
+        &mut self,
+        o: &'s Map<String, Value>,
+        m: &Map<String, Value>,
+        valid: &mut bool,
+    ) -> Result<(), Abort> {
+        self.counts(o, m.len() as f64, &["maxProperties", "minProperties"], valid);
+        if let Some(Value::Array(req)) = o.get("required") {
+            for r in req.iter().filter_map(Value::as_str) {
+                self.tick(1)?;
+                if !m.contains_key(r) {
+                    self.reject(
+                        valid,
+                        "required",
+                        ErrorKind::Required {
+                            property: r.to_string(),
+                        },
+                    );
+                }
+            }
+        }
+        if !self.d7
+            && let Some(Value::Object(deps)) = o.get("dependentRequired")
+        {
+            for (p, reqs) in deps {
+                if !m.contains_key(p) {
+                    continue;
+                }
+                for r in reqs.as_array().into_iter().flatten().filter_map(Value::as_str) {
+                    self.tick(1)?;
+                    if !m.contains_key(r) {
+                        self.reject(
+                            valid,
+                            "dependentRequired",
+                            ErrorKind::DependentRequired {
+                                property: p.clone(),
+                                requires: r.to_string(),
                             },
                         );
                     }
                 }
             }
-            Value::String(s) => {
-                let has_len = o.contains_key("maxLength") || o.contains_key("minLength");
-                let len = if has_len {
-                    self.tick(s.len() as u64 / 64)?;
-                    s.chars().count() as f64
-                } else {
-                    0.0
-                };
-                self.counts(o, len, &["maxLength", "minLength"], valid);
-                if let Some((kw, Value::String(p))) = o.get_key_value("pattern") {
-                    match self.is_match(p, s)? {
-                        Some(true) => {}
-                        Some(false) => self.reject(valid, kw, ErrorKind::Pattern { pattern: p.clone() }),
-                        None => self.reject(valid, kw, ErrorKind::Internal("pattern not compiled")),
-                    }
-                }
-            }
-            Value::Array(a) => {
-                self.counts(o, a.len() as f64, &["maxItems", "minItems"], valid);
-                if o.get("uniqueItems") == Some(&Value::Bool(true)) {
-                    'outer: for i in 0..a.len() {
-                        for j in i + 1..a.len() {
-                            if equal(&a[i], &a[j], &mut self.steps).ok_or(Abort::Steps)? {
-                                self.reject(
-                                    valid,
-                                    "uniqueItems",
-                                    ErrorKind::UniqueItems { first: i, second: j },
-                                );
-                                break 'outer;
-                            }
-                        }
-                    }
-                }
-            }
-            Value::Object(m) => {
-                self.counts(o, m.len() as f64, &["maxProperties", "minProperties"], valid);
-                if let Some(Value::Array(req)) = o.get("required") {
-                    for r in req.iter().filter_map(Value::as_str) {
-                        self.tick(1)?;
-                        if !m.contains_key(r) {
-                            self.reject(
-                                valid,
-                                "required",
-                                ErrorKind::Required {
-                                    property: r.to_string(),
-                                },
-                            );
-                        }
-                    }
-                }
-                if !self.d7
-                    && let Some(Value::Object(deps)) = o.get("dependentRequired")
-                {
-                    for (p, reqs) in deps {
-                        if !m.contains_key(p) {
-                            continue;
-                        }
-                        for r in reqs.as_array().into_iter().flatten().filter_map(Value::as_str) {
-                            self.tick(1)?;
-                            if !m.contains_key(r) {
-                                self.reject(
-                                    valid,
-                                    "dependentRequired",
-                                    ErrorKind::DependentRequired {
-                                        property: p.clone(),
-                                        requires: r.to_string(),
-                                    },
-                                );
-                            }
-                        }
-                    }
-                }
-            }
-            _ => {}
         }
         Ok(())
     }

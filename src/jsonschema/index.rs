@@ -6,6 +6,7 @@
 //! being malformed. Subschemas are identified by address: the schema is borrowed, not copied.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use serde_json::Value;
 
@@ -22,6 +23,88 @@ pub fn addr(v: &Value) -> usize {
     v as *const Value as usize
 }
 
+/// Hashing for subschema addresses: one multiply, not SipHash (addresses are not chosen by
+/// anyone, so there is nothing to flood; validation looks one up per subschema applied).
+#[derive(Default)]
+pub struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        let h = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = h ^ (h >> 29);
+    }
+}
+
+pub type AddrMap<V> = HashMap<usize, V, BuildHasherDefault<AddrHasher>>;
+
+/// Keyword groups present in a schema object (bits of [`Node::groups`]), so evaluation
+/// looks up only the keywords that are there.
+pub mod group {
+    pub const REF: u16 = 1;
+    pub const DYNAMIC_REF: u16 = 1 << 1;
+    /// allOf, anyOf, oneOf, not, if.
+    pub const COMBINATORS: u16 = 1 << 2;
+    /// dependentSchemas, dependencies, properties, patternProperties, additionalProperties, propertyNames.
+    pub const OBJECT_APPLICATORS: u16 = 1 << 3;
+    /// prefixItems, items, additionalItems, contains.
+    pub const ARRAY_APPLICATORS: u16 = 1 << 4;
+    /// type, enum, const.
+    pub const ANY_ASSERTIONS: u16 = 1 << 5;
+    pub const NUMBER_ASSERTIONS: u16 = 1 << 6;
+    pub const STRING_ASSERTIONS: u16 = 1 << 7;
+    pub const ARRAY_ASSERTIONS: u16 = 1 << 8;
+    pub const OBJECT_ASSERTIONS: u16 = 1 << 9;
+    pub const UNEVALUATED: u16 = 1 << 10;
+
+    pub fn of(o: &serde_json::Map<String, serde_json::Value>) -> u16 {
+        let mut g = 0;
+        for k in o.keys() {
+            g |= match k.as_str() {
+                "$ref" => REF,
+                "$dynamicRef" => DYNAMIC_REF,
+                "allOf" | "anyOf" | "oneOf" | "not" | "if" => COMBINATORS,
+                "dependentSchemas"
+                | "dependencies"
+                | "properties"
+                | "patternProperties"
+                | "additionalProperties"
+                | "propertyNames" => OBJECT_APPLICATORS,
+                "prefixItems" | "items" | "additionalItems" | "contains" => ARRAY_APPLICATORS,
+                "type" | "enum" | "const" => ANY_ASSERTIONS,
+                "multipleOf" | "maximum" | "minimum" | "exclusiveMaximum" | "exclusiveMinimum" => {
+                    NUMBER_ASSERTIONS
+                }
+                "maxLength" | "minLength" | "pattern" => STRING_ASSERTIONS,
+                "maxItems" | "minItems" | "uniqueItems" => ARRAY_ASSERTIONS,
+                "maxProperties" | "minProperties" | "required" | "dependentRequired" => OBJECT_ASSERTIONS,
+                "unevaluatedItems" | "unevaluatedProperties" => UNEVALUATED,
+                _ => 0,
+            };
+        }
+        g
+    }
+}
+
+/// What evaluation needs of one indexed subschema.
+#[derive(Debug, Clone, Copy)]
+pub struct Node<'s> {
+    /// Base URI id.
+    pub base: usize,
+    /// [`group`] bits.
+    pub groups: u16,
+    /// Target of its `$ref`.
+    pub ref_target: Option<&'s Value>,
+    pub dyn_ref: Option<DynRef<'s>>,
+}
+
 /// Where a `$dynamicRef` goes before the dynamic scope is consulted.
 #[derive(Debug, Clone, Copy)]
 pub struct DynRef<'s> {
@@ -30,6 +113,9 @@ pub struct DynRef<'s> {
     /// outermost resource in the dynamic scope with that anchor wins.
     pub dynamic: Option<&'s str>,
 }
+
+/// A subschema still to index: node, base URI id, location, depth.
+type Job<'s> = (&'s Value, usize, String, usize);
 
 struct Pending<'s> {
     holder: usize,
@@ -43,16 +129,13 @@ pub struct Index<'s> {
     pub dialect: Dialect,
     pub bases: Vec<String>,
     base_ids: HashMap<String, usize>,
-    /// Base URI id of every indexed subschema.
-    pub base_of: HashMap<usize, usize>,
+    /// Every indexed subschema, by address.
+    pub nodes: AddrMap<Node<'s>>,
     resources: HashMap<String, &'s Value>,
     anchors: HashMap<(usize, String), &'s Value>,
     /// `$dynamicAnchor`s by (resource base id, name).
     pub dyn_anchors: HashMap<(usize, &'s str), &'s Value>,
     pub regexes: HashMap<&'s str, Regex>,
-    /// Target of the `$ref` of each subschema that has one.
-    pub refs: HashMap<usize, &'s Value>,
-    pub dyn_refs: HashMap<usize, DynRef<'s>>,
     /// Whether any `unevaluated*` keyword is present (annotations are then collected in full).
     pub uses_unevaluated: bool,
     pending: Vec<Pending<'s>>,
@@ -75,13 +158,11 @@ impl<'s> Index<'s> {
             dialect,
             bases: Vec::new(),
             base_ids: HashMap::new(),
-            base_of: HashMap::new(),
+            nodes: AddrMap::default(),
             resources: HashMap::new(),
             anchors: HashMap::new(),
             dyn_anchors: HashMap::new(),
             regexes: HashMap::new(),
-            refs: HashMap::new(),
-            dyn_refs: HashMap::new(),
             uses_unevaluated: false,
             pending: Vec::new(),
             registry,
@@ -104,9 +185,11 @@ impl<'s> Index<'s> {
                 let named = !frag.is_empty() && !frag.starts_with('/');
                 let dynamic = (named && target.get("$dynamicAnchor").and_then(Value::as_str) == Some(frag))
                     .then_some(frag);
-                ix.dyn_refs.insert(p.holder, DynRef { target, dynamic });
-            } else {
-                ix.refs.insert(p.holder, target);
+                if let Some(n) = ix.nodes.get_mut(&p.holder) {
+                    n.dyn_ref = Some(DynRef { target, dynamic });
+                }
+            } else if let Some(n) = ix.nodes.get_mut(&p.holder) {
+                n.ref_target = Some(target);
             }
         }
         Ok(ix)
@@ -151,7 +234,7 @@ impl<'s> Index<'s> {
             return Ok(None);
         };
         let mut cur = root;
-        let mut base = self.base_of.get(&addr(root)).copied().unwrap_or(0);
+        let mut base = self.nodes.get(&addr(root)).map_or(0, |n| n.base);
         for t in &tokens {
             let next = match cur {
                 Value::Object(o) => o.get(t.as_str()),
@@ -166,17 +249,34 @@ impl<'s> Index<'s> {
                 return Ok(None);
             };
             cur = next;
-            if let Some(&b) = self.base_of.get(&addr(cur)) {
-                base = b;
+            if let Some(n) = self.nodes.get(&addr(cur)) {
+                base = n.base;
             }
         }
-        if !self.base_of.contains_key(&addr(cur)) {
+        if !self.nodes.contains_key(&addr(cur)) {
             self.walk(cur, base, format!("{doc_uri}#{decoded}"), 0)?;
         }
         Ok(Some(cur))
     }
 
+    /// Index `node` and every subschema under it (with an explicit stack: no recursion, so a
+    /// deep schema cannot exhaust the thread's stack before the depth limit refuses it).
     fn walk(&mut self, node: &'s Value, base: usize, at: String, depth: usize) -> Result<(), SchemaError> {
+        let mut stack = vec![(node, base, at, depth)];
+        while let Some((node, base, at, depth)) = stack.pop() {
+            self.walk_one(node, base, at, depth, &mut stack)?;
+        }
+        Ok(())
+    }
+
+    fn walk_one(
+        &mut self,
+        node: &'s Value,
+        base: usize,
+        at: String,
+        depth: usize,
+        stack: &mut Vec<Job<'s>>,
+    ) -> Result<(), SchemaError> {
         if depth > self.max_depth {
             return Err(SchemaError::TooDeep {
                 at,
@@ -184,12 +284,20 @@ impl<'s> Index<'s> {
             });
         }
         let key = addr(node);
-        if self.base_of.contains_key(&key) {
+        if self.nodes.contains_key(&key) {
             return Ok(());
         }
         let o = match node {
             Value::Bool(_) => {
-                self.base_of.insert(key, base);
+                self.nodes.insert(
+                    key,
+                    Node {
+                        base,
+                        groups: 0,
+                        ref_target: None,
+                        dyn_ref: None,
+                    },
+                );
                 return Ok(());
             }
             Value::Object(o) => o,
@@ -221,7 +329,15 @@ impl<'s> Index<'s> {
                 }
             }
         }
-        self.base_of.insert(key, base);
+        self.nodes.insert(
+            key,
+            Node {
+                base,
+                groups: group::of(o),
+                ref_target: None,
+                dyn_ref: None,
+            },
+        );
         if !d7 {
             for kw in ["$anchor", "$dynamicAnchor"] {
                 if let Some(a) = o.get(kw) {
@@ -271,25 +387,25 @@ impl<'s> Index<'s> {
             };
             match k.as_str() {
                 "additionalProperties" | "propertyNames" | "contains" | "not" | "if" | "then" | "else" => {
-                    self.walk(v, base, here(), depth + 1)?;
+                    stack.push((v, base, here(), depth + 1));
                 }
-                "additionalItems" if d7 => self.walk(v, base, here(), depth + 1)?,
+                "additionalItems" if d7 => stack.push((v, base, here(), depth + 1)),
                 "unevaluatedItems" | "unevaluatedProperties" if !d7 => {
                     self.uses_unevaluated = true;
-                    self.walk(v, base, here(), depth + 1)?;
+                    stack.push((v, base, here(), depth + 1));
                 }
                 "items" => match v {
-                    Value::Array(a) if d7 => self.walk_all(a, base, &here(), depth)?,
+                    Value::Array(a) if d7 => Self::walk_all(a, base, &here(), depth, stack),
                     Value::Array(_) => {
                         return Err(SchemaError::BadKeyword {
                             at: here(),
                             expected: "a schema (the array form of items is draft-07's; 2020-12 uses prefixItems)",
                         });
                     }
-                    _ => self.walk(v, base, here(), depth + 1)?,
+                    _ => stack.push((v, base, here(), depth + 1)),
                 },
                 "allOf" | "anyOf" | "oneOf" => match v {
-                    Value::Array(a) if !a.is_empty() => self.walk_all(a, base, &here(), depth)?,
+                    Value::Array(a) if !a.is_empty() => Self::walk_all(a, base, &here(), depth, stack),
                     _ => {
                         return Err(SchemaError::BadKeyword {
                             at: here(),
@@ -298,7 +414,7 @@ impl<'s> Index<'s> {
                     }
                 },
                 "prefixItems" if !d7 => match v {
-                    Value::Array(a) if !a.is_empty() => self.walk_all(a, base, &here(), depth)?,
+                    Value::Array(a) if !a.is_empty() => Self::walk_all(a, base, &here(), depth, stack),
                     _ => {
                         return Err(SchemaError::BadKeyword {
                             at: here(),
@@ -321,7 +437,7 @@ impl<'s> Index<'s> {
                         let mut s = here.clone();
                         s.push('/');
                         uri::escape_token(name, &mut s);
-                        self.walk(sub, base, s, depth + 1)?;
+                        stack.push((sub, base, s, depth + 1));
                     }
                 }
                 "dependencies" => {
@@ -345,7 +461,7 @@ impl<'s> Index<'s> {
                                     });
                                 }
                             }
-                            _ => self.walk(sub, base, s, depth + 1)?,
+                            _ => stack.push((sub, base, s, depth + 1)),
                         }
                     }
                 }
@@ -364,17 +480,10 @@ impl<'s> Index<'s> {
         Ok(())
     }
 
-    fn walk_all(
-        &mut self,
-        items: &'s [Value],
-        base: usize,
-        at: &str,
-        depth: usize,
-    ) -> Result<(), SchemaError> {
+    fn walk_all(items: &'s [Value], base: usize, at: &str, depth: usize, stack: &mut Vec<Job<'s>>) {
         for (i, sub) in items.iter().enumerate() {
-            self.walk(sub, base, format!("{at}/{i}"), depth + 1)?;
+            stack.push((sub, base, format!("{at}/{i}"), depth + 1));
         }
-        Ok(())
     }
 
     fn compile(&mut self, pattern: &'s str, at: &str) -> Result<(), SchemaError> {

@@ -58,6 +58,9 @@ pub mod regex;
 mod uri;
 mod value;
 
+#[cfg(test)]
+mod tests;
+
 use serde_json::Value;
 
 pub use dialect::{Dialect, Registry, Vocabularies};
@@ -78,7 +81,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_depth: 256,
-            max_steps: 2_000_000,
+            max_steps: 1_000_000,
             max_errors: 32,
         }
     }
