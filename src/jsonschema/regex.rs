@@ -669,3 +669,91 @@ impl Compiler {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matches(pattern: &str, text: &str) -> bool {
+        let re = compile(pattern).unwrap_or_else(|e| panic!("{pattern}: {e}"));
+        super::super::pike::is_match(&re, text, &mut 1_000_000).expect("budget")
+    }
+
+    #[test]
+    fn patterns_search_anywhere_unless_anchored_as_ecmascript_test_does() {
+        for (pattern, text, want) in [
+            ("abc", "xxabcxx", true),
+            ("^abc", "xxabc", false),
+            ("abc$", "abcxx", false),
+            ("^abc$", "abc", true),
+            ("", "anything", true),
+            ("a|b", "b", true),
+            ("^(?:ab|cd)+$", "abcdab", true),
+            ("^(?<year>\\d{4})-(\\d{2})$", "2024-05", true),
+            ("^a{2,3}$", "aaaa", false),
+            ("^a{2,}$", "aaaa", true),
+            ("^a{2}$", "aa", true),
+            ("^x{,3}$", "x{,3}", true), // not a quantifier: literal braces (Annex B)
+            ("^a*?b+?c??$", "aabbb", true),
+            ("^[a-c]+$", "abcab", true),
+            ("^[^a-c]+$", "xyz", true),
+            ("^[^a-c]+$", "xaz", false),
+            ("^[\\d\\-]+$", "12-3", true),
+            ("^[\\w-]+$", "a_b-c", true),
+            ("^[a\\-z]$", "-", true),
+            ("^[-a]$", "-", true),
+            ("^\\d+$", "٤٢", false), // \d is ASCII only
+            ("^\\w$", "é", false),
+            ("^\\s$", "\u{3000}", true),
+            ("^\\S$", " ", false),
+            ("^.$", "\n", false),
+            ("^.$", "😀", true), // one code point
+            ("^\\u00e9$", "é", true),
+            ("^\\u{1F600}$", "😀", true),
+            ("^\\ud83d\\ude00$", "😀", true),
+            ("^\\x41$", "A", true),
+            ("^\\cJ$", "\n", true),
+            ("\\bfoo\\b", "a foo b", true),
+            ("\\bfoo\\b", "afoob", false),
+            ("\\Bfoo", "afoo", true),
+            ("^[\\b]$", "\u{8}", true),
+            ("^\\/\\.\\*$", "/.*", true),
+            ("^$", "", true),
+            ("^(a|)+$", "aaa", true),
+            ("^(a*)*$", "aaab", false),
+        ] {
+            assert_eq!(matches(pattern, text), want, "{pattern:?} on {text:?}");
+        }
+    }
+
+    #[test]
+    fn features_outside_the_subset_are_refused_by_name_and_bad_syntax_is_an_error() {
+        for (pattern, feature) in [
+            ("(?=a)", "lookahead"),
+            ("(?!a)", "lookahead"),
+            ("(?<=a)b", "lookbehind"),
+            ("(?<!a)b", "lookbehind"),
+            ("(a)\\1", "backreferences"),
+            ("(?<n>a)\\k<n>", "backreferences"),
+            ("\\p{L}", "Unicode property escapes (\\p{..})"),
+            ("(?i)a", "group modifiers or flags"),
+        ] {
+            assert_eq!(
+                compile(pattern).err(),
+                Some(RegexError::Unsupported { feature }),
+                "{pattern}"
+            );
+        }
+        for pattern in ["(", ")", "[a", "a**", "*a", "a{3,1}", "\\", "[z-a]", "\\q", "^*"] {
+            assert!(
+                matches!(compile(pattern), Err(RegexError::Syntax { .. })),
+                "{pattern}"
+            );
+        }
+        assert_eq!(compile(&"(".repeat(100)).err(), Some(RegexError::TooLarge));
+        assert_eq!(
+            compile("(((a{100}){100}){100})").err(),
+            Some(RegexError::TooLarge)
+        );
+    }
+}
