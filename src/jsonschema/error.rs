@@ -159,6 +159,9 @@ impl fmt::Display for ValidationError {
 pub enum SchemaError {
     /// `$schema` names a dialect this validator does not know and the registry lacks.
     UnknownDialect { uri: String },
+    /// An embedded resource or a referenced document declares a `$schema` other than the
+    /// root's: one validator evaluates one dialect.
+    MixedDialects { at: String, uri: String },
     /// A metaschema requires (`$vocabulary: {uri: true}`) a vocabulary we do not implement.
     UnknownVocabulary { uri: String },
     /// A `$ref`/`$dynamicRef` that resolves to nothing we hold (never fetched).
@@ -184,6 +187,9 @@ impl fmt::Display for SchemaError {
         let text = match self {
             SchemaError::UnknownDialect { uri } => format!(
                 "unknown $schema {uri:?}: use https://json-schema.org/draft/2020-12/schema or http://json-schema.org/draft-07/schema#, or omit $schema for 2020-12"
+            ),
+            SchemaError::MixedDialects { at, uri } => format!(
+                "$schema {uri:?} at {at} differs from the root's dialect; one schema must use one dialect (2020-12 or draft-07)"
             ),
             SchemaError::UnknownVocabulary { uri } => {
                 format!("the metaschema requires vocabulary {uri:?}, which this validator does not implement")

@@ -10,7 +10,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use serde_json::Value;
 
-use super::dialect::{Dialect, Registry};
+use super::dialect::{self, Dialect, Registry, Vocabularies};
 use super::error::SchemaError;
 use super::regex::{self, Regex};
 use super::uri;
@@ -126,6 +126,8 @@ struct Pending<'s> {
 }
 
 pub struct Index<'s> {
+    root: usize,
+    vocab: Vocabularies,
     pub dialect: Dialect,
     pub bases: Vec<String>,
     base_ids: HashMap<String, usize>,
@@ -148,13 +150,16 @@ const TYPE_NAMES: [&str; 7] = [
 ];
 
 impl<'s> Index<'s> {
+    /// Index `root`, whose `$schema` selected `dialect` and `vocab`.
     pub fn build(
         root: &'s Value,
-        dialect: Dialect,
+        (dialect, vocab): (Dialect, Vocabularies),
         registry: &'s Registry,
         max_depth: usize,
     ) -> Result<Self, SchemaError> {
         let mut ix = Index {
+            root: addr(root),
+            vocab,
             dialect,
             bases: Vec::new(),
             base_ids: HashMap::new(),
@@ -371,6 +376,19 @@ impl<'s> Index<'s> {
         if d7 && has_ref {
             // Draft-07: `$ref` makes every sibling keyword ignored.
             return Ok(());
+        }
+        if key != self.root
+            && let Some(declared) = o.get("$schema")
+        {
+            // An embedded resource or a registry document in another dialect: not silently
+            // evaluated in ours.
+            let theirs = dialect::select(node, self.dialect, self.registry)?;
+            if theirs != (self.dialect, self.vocab) {
+                return Err(SchemaError::MixedDialects {
+                    at: format!("{at}/$schema"),
+                    uri: declared.as_str().unwrap_or_default().to_string(),
+                });
+            }
         }
         for (k, v) in o {
             if let Some(expected) = shape_error(k, v) {

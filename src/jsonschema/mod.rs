@@ -109,7 +109,7 @@ impl<'s> Validator<'s> {
         limits: Limits,
     ) -> Result<Self, SchemaError> {
         let (dialect, vocab) = dialect::select(schema, default, registry)?;
-        let index = index::Index::build(schema, dialect, registry, limits.max_depth)?;
+        let index = index::Index::build(schema, (dialect, vocab), registry, limits.max_depth)?;
         Ok(Validator {
             root: schema,
             index,

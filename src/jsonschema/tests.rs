@@ -77,7 +77,13 @@ fn catastrophic_backtracking_patterns_match_in_linear_time() {
         ("^(a?){25}a{25}$", "a".repeat(25), true),
     ] {
         let schema = json!({ "pattern": pattern });
-        let v = validator(&schema, &reg);
+        // Steps grow with text length × pattern size, never exponentially: 20,000 chars of
+        // the largest pattern here fit in 4M steps (a backtracking engine needs ~2^20,000).
+        let limits = Limits {
+            max_steps: 4_000_000,
+            ..Limits::default()
+        };
+        let v = Validator::with_limits(&schema, Dialect::default(), &reg, limits).unwrap();
         assert_eq!(v.is_valid(&json!(text)), Some(want), "{pattern}");
     }
 }
@@ -197,6 +203,13 @@ fn unusable_schemas_are_typed_errors_at_construction() {
             error: RegexError::TooLarge,
             ..
         }
+    ));
+    // One validator, one dialect: an embedded draft-07 resource is refused, not misread.
+    assert!(matches!(
+        refuse(
+            json!({"$defs": {"old": {"$id": "http://x/old", "$schema": "http://json-schema.org/draft-07/schema#"}}})
+        ),
+        SchemaError::MixedDialects { .. }
     ));
     // The shapes clients enforce: `required` an array of strings, known type names.
     assert_eq!(
