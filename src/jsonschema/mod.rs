@@ -35,11 +35,17 @@
 //!
 //! **Does not**: fetch anything (`$ref` to a document not in the registry is
 //! [`SchemaError::UnresolvableRef`] when the validator is built); assert `format` (an
-//! annotation in both dialects, as their specifications default) or `content*`; implement
-//! draft 2019-09, draft-06 or older (`$schema` naming them is [`SchemaError::UnknownDialect`]),
-//! nor honour a `$schema` on an embedded resource (the root's dialect applies throughout).
-//! Regexes are the ECMAScript subset in [`regex`]: backreferences, lookaround and `\p{..}`
-//! are refused as [`SchemaError::Regex`], never approximated.
+//! annotation in both dialects, as their specifications default; a metaschema *requiring* the
+//! format-assertion vocabulary is refused) or `content*`; implement draft 2019-09, draft-06 or
+//! older (`$schema` naming them is [`SchemaError::UnknownDialect`]); mix dialects (an embedded
+//! resource or referenced document whose `$schema` differs from the root's is
+//! [`SchemaError::MixedDialects`]). Regexes are the ECMAScript subset in [`regex`]:
+//! backreferences, lookaround, `\p{..}` and inline flags are refused as [`SchemaError::Regex`],
+//! never approximated. Unknown keywords are ignored, as both specifications require.
+//! Optional suite files (not asserted): ecmascript-regex 60/74 (the rest is `\p{..}`), and
+//! format and content assertion and cross-draft references fail as said above; bignum,
+//! float-overflow, id, anchor, dynamicRef, unknownKeyword, refOfUnknownKeyword, no-schema,
+//! non-bmp-regex and dependencies-compatibility pass.
 //!
 //! **Bounded**: the schema is indexed once ([`Validator::new`]) and its keyword values checked
 //! for shape, so a malformed schema is a typed [`SchemaError`] up front. Validation takes at

@@ -394,7 +394,8 @@ impl Parser<'_> {
         if !self.eat(')') {
             return Err(self.syntax("missing ')'"));
         }
-        Ok(inner)
+        // A group is quantifiable even around an assertion: `(^)*`, `(?:\b)+`.
+        Ok(Node::Concat(vec![inner]))
     }
 
     fn class(&mut self) -> Result<Class, RegexError> {
@@ -639,8 +640,13 @@ impl Compiler {
                 }
             }
             Node::Repeat { node, min, max } => {
+                // A body that emits nothing (`(){4294967295}`) is emitted once, not counted out.
                 for _ in 0..*min {
+                    let before = self.prog.len();
                     self.emit_node(node)?;
+                    if self.prog.len() == before {
+                        break;
+                    }
                 }
                 match max {
                     None => {
@@ -655,8 +661,12 @@ impl Compiler {
                         let optional = max.saturating_sub(*min);
                         let mut splits = Vec::new();
                         for _ in 0..optional {
-                            splits.push(self.push(Inst::Split(0, 0))?);
+                            let split = self.push(Inst::Split(0, 0))?;
+                            splits.push(split);
                             self.emit_node(node)?;
+                            if self.prog.len() == split + 1 {
+                                break;
+                            }
                         }
                         let out = self.prog.len();
                         for s in splits {
@@ -721,6 +731,10 @@ mod tests {
             ("^$", "", true),
             ("^(a|)+$", "aaa", true),
             ("^(a*)*$", "aaab", false),
+            ("^(?:){4294967295}a$", "a", true),
+            ("^(?:a{0}){4294967295}$", "", true),
+            ("(^)*b", "ab", true),
+            ("^(?:\\b)+a", "a", true),
         ] {
             assert_eq!(matches(pattern, text), want, "{pattern:?} on {text:?}");
         }
