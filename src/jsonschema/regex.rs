@@ -770,4 +770,46 @@ mod tests {
             Some(RegexError::TooLarge)
         );
     }
+
+    #[test]
+    fn random_patterns_compile_or_fail_typed_and_every_match_ends() {
+        // xorshift64*: deterministic, so a failure reproduces.
+        let mut state: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = move || {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        };
+        let atoms = [
+            "a", "b", "|", "(", ")", "(?:", "(?=", "(?<n>", "*", "+", "?", "{", "}", "{2}", "{1,3}",
+            "{9999}", "^", "$", ".", "[", "]", "[^", "-", "\\", "\\d", "\\w", "\\s", "\\b", "\\B", "\\u",
+            "\\u{", "\\x4", "\\c", "\\1", "\\p{L}", "é", "😀", ",",
+        ];
+        let (mut compiled, mut refused) = (0, 0);
+        for _ in 0..20_000 {
+            let len = 1 + next() % 10;
+            let pattern: String = (0..len)
+                .map(|_| atoms[(next() % atoms.len() as u64) as usize])
+                .collect();
+            match compile(&pattern) {
+                Ok(re) => {
+                    compiled += 1;
+                    assert!(re.prog.len() <= MAX_PROGRAM);
+                    for text in ["", "ab", "aaaaaaaaaaaaaaaaaaaaaaaab", "é😀 a-b"] {
+                        // Finishes: a bool, or out of budget (never at these sizes).
+                        super::super::pike::is_match(&re, text, &mut 1_000_000).expect("budget");
+                    }
+                }
+                Err(e) => {
+                    assert!(!e.to_string().is_empty());
+                    refused += 1;
+                }
+            }
+        }
+        assert!(
+            compiled > 1000 && refused > 1000,
+            "{compiled} compiled, {refused} refused"
+        );
+    }
 }
