@@ -11,7 +11,7 @@ use super::dialect::{Dialect, Vocabularies};
 use super::error::{ErrorKind, Limit, Outcome, ValidationError};
 use super::index::{Index, Node, addr, group};
 use super::pike;
-use super::uri::escape_token;
+use super::uri::{MAX_TOKEN, clip, push_token};
 use super::value::{cmp_numbers, equal, has_type, is_multiple_of, type_name};
 
 use std::cmp::Ordering;
@@ -144,10 +144,9 @@ impl<'v, 's> Eval<'v, 's> {
     fn instance_path(&self) -> String {
         let mut s = String::new();
         for t in &self.ipath {
-            s.push('/');
             match t {
-                IPath::Key(k) => escape_token(k, &mut s),
-                IPath::Index(i) => s.push_str(&i.to_string()),
+                IPath::Key(k) => push_token(&mut s, k),
+                IPath::Index(i) => push_token(&mut s, &i.to_string()),
             }
         }
         s
@@ -164,10 +163,9 @@ impl<'v, 's> Eval<'v, 's> {
         let mut keyword_path = String::new();
         let last = (!kw.is_empty()).then_some(KSeg::Key(kw));
         for seg in self.kpath.iter().chain(last.as_ref()) {
-            keyword_path.push('/');
             match seg {
-                KSeg::Key(k) => escape_token(k, &mut keyword_path),
-                KSeg::Index(i) => keyword_path.push_str(&i.to_string()),
+                KSeg::Key(k) => push_token(&mut keyword_path, k),
+                KSeg::Index(i) => push_token(&mut keyword_path, &i.to_string()),
             }
         }
         let instance_path = self.instance_path();
@@ -480,8 +478,8 @@ impl<'v, 's> Eval<'v, 's> {
                             self.fail(
                                 kw,
                                 ErrorKind::DependentRequired {
-                                    property: name.clone(),
-                                    requires: r.to_string(),
+                                    property: text(name),
+                                    requires: text(r),
                                 },
                             );
                         }
@@ -553,7 +551,7 @@ impl<'v, 's> Eval<'v, 's> {
                 let (ok, _) = self.quiet("propertyNames", None, s, &name, None)?;
                 if !ok {
                     *valid = false;
-                    self.fail("propertyNames", ErrorKind::PropertyName { property: k.clone() });
+                    self.fail("propertyNames", ErrorKind::PropertyName { property: text(k) });
                     done!();
                 }
             }
@@ -755,7 +753,7 @@ impl<'v, 's> Eval<'v, 's> {
         if let Some((kw, Value::String(p))) = o.get_key_value("pattern") {
             match self.is_match(p, s)? {
                 Some(true) => {}
-                Some(false) => self.reject(valid, kw, ErrorKind::Pattern { pattern: p.clone() }),
+                Some(false) => self.reject(valid, kw, ErrorKind::Pattern { pattern: text(p) }),
                 None => self.reject(valid, kw, ErrorKind::Internal("pattern not compiled")),
             }
         }
@@ -797,13 +795,7 @@ impl<'v, 's> Eval<'v, 's> {
             for r in req.iter().filter_map(Value::as_str) {
                 self.tick(1)?;
                 if !m.contains_key(r) {
-                    self.reject(
-                        valid,
-                        "required",
-                        ErrorKind::Required {
-                            property: r.to_string(),
-                        },
-                    );
+                    self.reject(valid, "required", ErrorKind::Required { property: text(r) });
                 }
             }
         }
@@ -821,8 +813,8 @@ impl<'v, 's> Eval<'v, 's> {
                             valid,
                             "dependentRequired",
                             ErrorKind::DependentRequired {
-                                property: p.clone(),
-                                requires: r.to_string(),
+                                property: text(p),
+                                requires: text(r),
                             },
                         );
                     }
@@ -900,6 +892,16 @@ impl<'v, 's> Eval<'v, 's> {
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// Schema or instance text for an error message, cut at [`MAX_TOKEN`] bytes.
+fn text(s: &str) -> String {
+    let kept = clip(s, MAX_TOKEN);
+    if kept.len() < s.len() {
+        format!("{kept}…")
+    } else {
+        kept.to_string()
     }
 }
 

@@ -138,6 +138,8 @@ pub struct Index<'s> {
     /// `$dynamicAnchor`s by (resource base id, name).
     pub dyn_anchors: HashMap<(usize, &'s str), &'s Value>,
     pub regexes: HashMap<&'s str, Regex>,
+    /// Instructions of all compiled regexes together.
+    regex_total: usize,
     /// Whether any `unevaluated*` keyword is present (annotations are then collected in full).
     pub uses_unevaluated: bool,
     pending: Vec<Pending<'s>>,
@@ -168,6 +170,7 @@ impl<'s> Index<'s> {
             anchors: HashMap::new(),
             dyn_anchors: HashMap::new(),
             regexes: HashMap::new(),
+            regex_total: 0,
             uses_unevaluated: false,
             pending: Vec::new(),
             registry,
@@ -180,8 +183,8 @@ impl<'s> Index<'s> {
             let resolved = uri::resolve(&ix.bases[p.base], p.reference);
             let Some(target) = ix.lookup(&resolved)? else {
                 return Err(SchemaError::UnresolvableRef {
-                    reference: p.reference.to_string(),
-                    resolved,
+                    reference: clipped(p.reference),
+                    resolved: clipped(&resolved),
                     at: p.at,
                 });
             };
@@ -393,14 +396,12 @@ impl<'s> Index<'s> {
         for (k, v) in o {
             if let Some(expected) = shape_error(k, v) {
                 let mut at = at.clone();
-                at.push('/');
-                uri::escape_token(k, &mut at);
+                uri::push_token(&mut at, k);
                 return Err(SchemaError::BadKeyword { at, expected });
             }
             let here = || {
                 let mut s = at.clone();
-                s.push('/');
-                uri::escape_token(k, &mut s);
+                uri::push_token(&mut s, k);
                 s
             };
             match k.as_str() {
@@ -453,8 +454,7 @@ impl<'s> Index<'s> {
                             self.compile(name, &here)?;
                         }
                         let mut s = here.clone();
-                        s.push('/');
-                        uri::escape_token(name, &mut s);
+                        uri::push_token(&mut s, name);
                         stack.push((sub, base, s, depth + 1));
                     }
                 }
@@ -468,8 +468,7 @@ impl<'s> Index<'s> {
                     let here = here();
                     for (name, sub) in m {
                         let mut s = here.clone();
-                        s.push('/');
-                        uri::escape_token(name, &mut s);
+                        uri::push_token(&mut s, name);
                         match sub {
                             Value::Array(a) => {
                                 if !a.iter().all(Value::is_string) {
@@ -508,17 +507,19 @@ impl<'s> Index<'s> {
         if self.regexes.contains_key(pattern) {
             return Ok(());
         }
-        match regex::compile(pattern) {
-            Ok(re) => {
-                self.regexes.insert(pattern, re);
-                Ok(())
-            }
-            Err(error) => Err(SchemaError::Regex {
-                pattern: pattern.to_string(),
-                at: at.to_string(),
-                error,
-            }),
+        let refuse = |error| SchemaError::Regex {
+            pattern: clipped(pattern),
+            at: at.to_string(),
+            error,
+        };
+        let re = regex::compile(pattern).map_err(refuse)?;
+        // Many distinct large patterns must not add up to gigabytes of programs.
+        self.regex_total += re.prog.len();
+        if self.regex_total > regex::MAX_TOTAL_PROGRAM {
+            return Err(refuse(regex::RegexError::TooLarge));
         }
+        self.regexes.insert(pattern, re);
+        Ok(())
     }
 }
 
@@ -554,6 +555,16 @@ fn shape_error(k: &str, v: &Value) -> Option<&'static str> {
         _ => (true, ""),
     };
     (!ok).then_some(expected)
+}
+
+/// Schema text for an error message, cut at 256 bytes.
+fn clipped(s: &str) -> String {
+    let kept = uri::clip(s, uri::MAX_TOKEN);
+    if kept.len() < s.len() {
+        format!("{kept}…")
+    } else {
+        kept.to_string()
+    }
 }
 
 fn bad(at: &str, kw: &str, expected: &'static str) -> SchemaError {

@@ -12,12 +12,15 @@
 //! never matched wrongly: backreferences (`\1`, `\k<name>`), lookahead and lookbehind
 //! (`(?=` `(?!` `(?<=` `(?<!`), Unicode property escapes (`\p{..}`, `\P{..}`), flags and
 //! modifiers (`(?i)`). Size is bounded: a program over [`MAX_PROGRAM`] instructions (counted
-//! repetition expands) is [`RegexError::TooLarge`].
+//! repetition expands) is [`RegexError::TooLarge`], and so is the pattern that takes a
+//! schema's patterns together past [`MAX_TOTAL_PROGRAM`].
 
 use std::fmt;
 
 /// Largest program (instructions) a pattern may compile to.
 pub const MAX_PROGRAM: usize = 20_000;
+/// Largest total of all the programs of one schema's patterns (about 10 MB).
+pub const MAX_TOTAL_PROGRAM: usize = 400_000;
 /// Deepest group nesting a pattern may have (the parser recurses per group).
 const MAX_NESTING: usize = 64;
 
@@ -41,7 +44,7 @@ impl fmt::Display for RegexError {
             }
             RegexError::TooLarge => write!(
                 f,
-                "regex too large (over {MAX_PROGRAM} instructions once repetitions are expanded, or nested over {MAX_NESTING} groups deep)"
+                "regex too large (over {MAX_PROGRAM} instructions once repetitions are expanded, over {MAX_TOTAL_PROGRAM} with the schema's other patterns, or nested over {MAX_NESTING} groups deep)"
             ),
         }
     }

@@ -204,6 +204,21 @@ fn unusable_schemas_are_typed_errors_at_construction() {
             ..
         }
     ));
+    // Many distinct large patterns: refused once their programs add up, not gigabytes.
+    let many: serde_json::Map<String, Value> = (0..1000)
+        .map(|i| (format!("(a{{1000}}){{19}}{i}"), json!({})))
+        .collect();
+    assert!(matches!(
+        refuse(json!({ "patternProperties": many })),
+        SchemaError::Regex {
+            error: RegexError::TooLarge,
+            ..
+        }
+    ));
+    // Huge keys and references are cut in what is reported.
+    let long = "k".repeat(100_000);
+    let e = refuse(json!({"properties": {long.clone(): {"$ref": format!("#/{long}")}}}));
+    assert!(e.to_string().len() < 2000, "{}", e.to_string().len());
     // One validator, one dialect: an embedded draft-07 resource is refused, not misread.
     assert!(matches!(
         refuse(

@@ -193,6 +193,38 @@ pub fn pointer_tokens(pointer: &str) -> Option<Vec<String>> {
         .collect()
 }
 
+/// Longest token [`push_token`] copies; longer ones are cut and end in `…`.
+pub const MAX_TOKEN: usize = 256;
+/// Past this many bytes, [`push_token`] adds one `/…` and nothing more.
+pub const MAX_PATH: usize = 4096;
+
+/// `s` cut to at most `max` bytes, at a char boundary.
+pub fn clip(s: &str, max: usize) -> &str {
+    let mut end = max.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Append `/token` (escaped) to a JSON Pointer meant for people: a token over [`MAX_TOKEN`]
+/// bytes is cut and ends in `…`, and a pointer past [`MAX_PATH`] bytes ends in `/…`, so
+/// paths stay small whatever keys a schema or instance holds.
+pub fn push_token(out: &mut String, token: &str) {
+    if out.len() >= MAX_PATH {
+        if !out.ends_with("/…") {
+            out.push_str("/…");
+        }
+        return;
+    }
+    out.push('/');
+    let kept = clip(token, MAX_TOKEN);
+    escape_token(kept, out);
+    if kept.len() < token.len() {
+        out.push('…');
+    }
+}
+
 /// One JSON Pointer token, escaped (`~` → `~0`, `/` → `~1`).
 pub fn escape_token(token: &str, out: &mut String) {
     for c in token.chars() {
@@ -240,5 +272,18 @@ mod tests {
         );
         assert_eq!(pointer_tokens("a"), None);
         assert_eq!(pointer_tokens("/~2"), None);
+    }
+
+    #[test]
+    fn paths_for_people_stay_small_whatever_the_keys() {
+        let mut p = String::new();
+        push_token(&mut p, "a/b~");
+        assert_eq!(p, "/a~1b~0");
+        push_token(&mut p, &"é".repeat(1000));
+        assert_eq!(p.len(), "/a~1b~0/".len() + MAX_TOKEN + '…'.len_utf8());
+        for _ in 0..100 {
+            push_token(&mut p, &"x".repeat(200));
+        }
+        assert!(p.len() < MAX_PATH + 300 && p.ends_with("/…"), "{}", p.len());
     }
 }
