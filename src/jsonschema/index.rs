@@ -115,14 +115,27 @@ pub struct DynRef<'s> {
 }
 
 /// A subschema still to index: node, base URI id, location, depth.
-type Job<'s> = (&'s Value, usize, String, usize);
+type Job<'s> = (&'s Value, usize, Loc, usize);
+
+/// A location in a schema document, as an id into [`Index::locs`]: rendered as a JSON Pointer
+/// only when an error names it, so indexing keeps one small entry per keyword, not one
+/// path string per subschema (which a wide schema under long keys would make gigabytes).
+type Loc = usize;
+
+/// One step of a location.
+enum Tok<'s> {
+    /// Where a document starts: `""` for the root schema, `uri#` or `uri#pointer` otherwise.
+    Doc(String),
+    Key(&'s str),
+    Index(usize),
+}
 
 struct Pending<'s> {
     holder: usize,
     base: usize,
     reference: &'s str,
     dynamic: bool,
-    at: String,
+    at: Loc,
 }
 
 pub struct Index<'s> {
@@ -138,6 +151,8 @@ pub struct Index<'s> {
     /// `$dynamicAnchor`s by (resource base id, name).
     pub dyn_anchors: HashMap<(usize, &'s str), &'s Value>,
     pub regexes: HashMap<&'s str, Regex>,
+    /// Locations: (parent + 1, or 0 for none; step).
+    locs: Vec<(usize, Tok<'s>)>,
     /// Instructions of all compiled regexes together.
     regex_total: usize,
     /// Whether any `unevaluated*` keyword is present (annotations are then collected in full).
@@ -171,6 +186,7 @@ impl<'s> Index<'s> {
             dyn_anchors: HashMap::new(),
             regexes: HashMap::new(),
             regex_total: 0,
+            locs: Vec::new(),
             uses_unevaluated: false,
             pending: Vec::new(),
             registry,
@@ -178,14 +194,15 @@ impl<'s> Index<'s> {
         };
         let base = ix.intern(DEFAULT_BASE);
         ix.resources.insert(DEFAULT_BASE.to_string(), root);
-        ix.walk(root, base, String::new(), 0)?;
+        let at = ix.doc_loc(String::new());
+        ix.walk(root, base, at, 0)?;
         while let Some(p) = ix.pending.pop() {
             let resolved = uri::resolve(&ix.bases[p.base], p.reference);
             let Some(target) = ix.lookup(&resolved)? else {
                 return Err(SchemaError::UnresolvableRef {
                     reference: clipped(p.reference),
                     resolved: clipped(&resolved),
-                    at: p.at,
+                    at: ix.render(p.at),
                 });
             };
             if p.dynamic {
@@ -224,7 +241,8 @@ impl<'s> Index<'s> {
                 };
                 let base = self.intern(doc_uri);
                 self.resources.insert(doc_uri.to_string(), doc);
-                self.walk(doc, base, format!("{doc_uri}#"), 0)?;
+                let at = self.doc_loc(format!("{doc_uri}#"));
+                self.walk(doc, base, at, 0)?;
                 doc
             }
         };
@@ -262,14 +280,47 @@ impl<'s> Index<'s> {
             }
         }
         if !self.nodes.contains_key(&addr(cur)) {
-            self.walk(cur, base, format!("{doc_uri}#{decoded}"), 0)?;
+            let at = self.doc_loc(format!("{}#{}", clipped(doc_uri), clipped(&decoded)));
+            self.walk(cur, base, at, 0)?;
         }
         Ok(Some(cur))
     }
 
     /// Index `node` and every subschema under it (with an explicit stack: no recursion, so a
     /// deep schema cannot exhaust the thread's stack before the depth limit refuses it).
-    fn walk(&mut self, node: &'s Value, base: usize, at: String, depth: usize) -> Result<(), SchemaError> {
+    fn doc_loc(&mut self, start: String) -> Loc {
+        self.locs.push((0, Tok::Doc(start)));
+        self.locs.len() - 1
+    }
+
+    fn loc(&mut self, parent: Loc, tok: Tok<'s>) -> Loc {
+        self.locs.push((parent + 1, tok));
+        self.locs.len() - 1
+    }
+
+    /// `at` as a JSON Pointer (long keys and long paths cut, see [`uri::push_token`]).
+    fn render(&self, at: Loc) -> String {
+        let mut chain = Vec::new();
+        let mut cur = Some(at);
+        while let Some(i) = cur {
+            let Some((parent, tok)) = self.locs.get(i) else {
+                break;
+            };
+            chain.push(tok);
+            cur = parent.checked_sub(1);
+        }
+        let mut out = String::new();
+        for tok in chain.into_iter().rev() {
+            match tok {
+                Tok::Doc(start) => out.push_str(start),
+                Tok::Key(k) => uri::push_token(&mut out, k),
+                Tok::Index(i) => uri::push_token(&mut out, &i.to_string()),
+            }
+        }
+        out
+    }
+
+    fn walk(&mut self, node: &'s Value, base: usize, at: Loc, depth: usize) -> Result<(), SchemaError> {
         let mut stack = vec![(node, base, at, depth)];
         while let Some((node, base, at, depth)) = stack.pop() {
             self.walk_one(node, base, at, depth, &mut stack)?;
@@ -281,13 +332,13 @@ impl<'s> Index<'s> {
         &mut self,
         node: &'s Value,
         base: usize,
-        at: String,
+        at: Loc,
         depth: usize,
         stack: &mut Vec<Job<'s>>,
     ) -> Result<(), SchemaError> {
         if depth > self.max_depth {
             return Err(SchemaError::TooDeep {
-                at,
+                at: self.render(at),
                 limit: self.max_depth,
             });
         }
@@ -311,7 +362,7 @@ impl<'s> Index<'s> {
             Value::Object(o) => o,
             _ => {
                 return Err(SchemaError::BadKeyword {
-                    at,
+                    at: self.render(at),
                     expected: "a schema (an object or a boolean)",
                 });
             }
@@ -323,7 +374,7 @@ impl<'s> Index<'s> {
             && !(d7 && has_ref)
         {
             let Some(id) = id.as_str() else {
-                return Err(bad(&at, "$id", "a URI-reference string"));
+                return Err(bad(self.render(at), "$id", "a URI-reference string"));
             };
             if d7 && id.starts_with('#') {
                 self.anchors.insert((base, id[1..].to_string()), node);
@@ -350,7 +401,7 @@ impl<'s> Index<'s> {
             for kw in ["$anchor", "$dynamicAnchor"] {
                 if let Some(a) = o.get(kw) {
                     let Some(a) = a.as_str() else {
-                        return Err(bad(&at, kw, "a string"));
+                        return Err(bad(self.render(at), kw, "a string"));
                     };
                     self.anchors.insert((base, a.to_string()), node);
                     if kw == "$dynamicAnchor" {
@@ -365,14 +416,15 @@ impl<'s> Index<'s> {
             }
             if let Some(r) = o.get(kw) {
                 let Some(reference) = r.as_str() else {
-                    return Err(bad(&at, kw, "a URI-reference string"));
+                    return Err(bad(self.render(at), kw, "a URI-reference string"));
                 };
+                let at = self.loc(at, Tok::Key(kw));
                 self.pending.push(Pending {
                     holder: key,
                     base,
                     reference,
                     dynamic,
-                    at: format!("{at}/{kw}"),
+                    at,
                 });
             }
         }
@@ -388,55 +440,52 @@ impl<'s> Index<'s> {
             let theirs = dialect::select(node, self.dialect, self.registry)?;
             if theirs != (self.dialect, self.vocab) {
                 return Err(SchemaError::MixedDialects {
-                    at: format!("{at}/$schema"),
+                    at: format!("{}/$schema", self.render(at)),
                     uri: declared.as_str().unwrap_or_default().to_string(),
                 });
             }
         }
         for (k, v) in o {
+            let here = self.loc(at, Tok::Key(k));
             if let Some(expected) = shape_error(k, v) {
-                let mut at = at.clone();
-                uri::push_token(&mut at, k);
-                return Err(SchemaError::BadKeyword { at, expected });
+                return Err(SchemaError::BadKeyword {
+                    at: self.render(here),
+                    expected,
+                });
             }
-            let here = || {
-                let mut s = at.clone();
-                uri::push_token(&mut s, k);
-                s
-            };
             match k.as_str() {
                 "additionalProperties" | "propertyNames" | "contains" | "not" | "if" | "then" | "else" => {
-                    stack.push((v, base, here(), depth + 1));
+                    stack.push((v, base, here, depth + 1));
                 }
-                "additionalItems" if d7 => stack.push((v, base, here(), depth + 1)),
+                "additionalItems" if d7 => stack.push((v, base, here, depth + 1)),
                 "unevaluatedItems" | "unevaluatedProperties" if !d7 => {
                     self.uses_unevaluated = true;
-                    stack.push((v, base, here(), depth + 1));
+                    stack.push((v, base, here, depth + 1));
                 }
                 "items" => match v {
-                    Value::Array(a) if d7 => Self::walk_all(a, base, &here(), depth, stack),
+                    Value::Array(a) if d7 => self.walk_all(a, base, here, depth, stack),
                     Value::Array(_) => {
                         return Err(SchemaError::BadKeyword {
-                            at: here(),
+                            at: self.render(here),
                             expected: "a schema (the array form of items is draft-07's; 2020-12 uses prefixItems)",
                         });
                     }
-                    _ => stack.push((v, base, here(), depth + 1)),
+                    _ => stack.push((v, base, here, depth + 1)),
                 },
                 "allOf" | "anyOf" | "oneOf" => match v {
-                    Value::Array(a) if !a.is_empty() => Self::walk_all(a, base, &here(), depth, stack),
+                    Value::Array(a) if !a.is_empty() => self.walk_all(a, base, here, depth, stack),
                     _ => {
                         return Err(SchemaError::BadKeyword {
-                            at: here(),
+                            at: self.render(here),
                             expected: "a non-empty array of schemas",
                         });
                     }
                 },
                 "prefixItems" if !d7 => match v {
-                    Value::Array(a) if !a.is_empty() => Self::walk_all(a, base, &here(), depth, stack),
+                    Value::Array(a) if !a.is_empty() => self.walk_all(a, base, here, depth, stack),
                     _ => {
                         return Err(SchemaError::BadKeyword {
-                            at: here(),
+                            at: self.render(here),
                             expected: "a non-empty array of schemas",
                         });
                     }
@@ -444,36 +493,32 @@ impl<'s> Index<'s> {
                 "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
                     let Some(m) = v.as_object() else {
                         return Err(SchemaError::BadKeyword {
-                            at: here(),
+                            at: self.render(here),
                             expected: "an object whose values are schemas",
                         });
                     };
-                    let here = here();
                     for (name, sub) in m {
+                        let s = self.loc(here, Tok::Key(name));
                         if k == "patternProperties" {
-                            self.compile(name, &here)?;
+                            self.compile(name, s)?;
                         }
-                        let mut s = here.clone();
-                        uri::push_token(&mut s, name);
                         stack.push((sub, base, s, depth + 1));
                     }
                 }
                 "dependencies" => {
                     let Some(m) = v.as_object() else {
                         return Err(SchemaError::BadKeyword {
-                            at: here(),
+                            at: self.render(here),
                             expected: "an object",
                         });
                     };
-                    let here = here();
                     for (name, sub) in m {
-                        let mut s = here.clone();
-                        uri::push_token(&mut s, name);
+                        let s = self.loc(here, Tok::Key(name));
                         match sub {
                             Value::Array(a) => {
                                 if !a.iter().all(Value::is_string) {
                                     return Err(SchemaError::BadKeyword {
-                                        at: s,
+                                        at: self.render(s),
                                         expected: "an array of strings or a schema",
                                     });
                                 }
@@ -483,10 +528,10 @@ impl<'s> Index<'s> {
                     }
                 }
                 "pattern" => match v {
-                    Value::String(p) => self.compile(p, &here())?,
+                    Value::String(p) => self.compile(p, here)?,
                     _ => {
                         return Err(SchemaError::BadKeyword {
-                            at: here(),
+                            at: self.render(here),
                             expected: "a regular expression string",
                         });
                     }
@@ -497,19 +542,21 @@ impl<'s> Index<'s> {
         Ok(())
     }
 
-    fn walk_all(items: &'s [Value], base: usize, at: &str, depth: usize, stack: &mut Vec<Job<'s>>) {
+    fn walk_all(&mut self, items: &'s [Value], base: usize, at: Loc, depth: usize, stack: &mut Vec<Job<'s>>) {
         for (i, sub) in items.iter().enumerate() {
-            stack.push((sub, base, format!("{at}/{i}"), depth + 1));
+            let at = self.loc(at, Tok::Index(i));
+            stack.push((sub, base, at, depth + 1));
         }
     }
 
-    fn compile(&mut self, pattern: &'s str, at: &str) -> Result<(), SchemaError> {
+    fn compile(&mut self, pattern: &'s str, at: Loc) -> Result<(), SchemaError> {
         if self.regexes.contains_key(pattern) {
             return Ok(());
         }
+        let at = self.render(at);
         let refuse = |error| SchemaError::Regex {
             pattern: clipped(pattern),
-            at: at.to_string(),
+            at: at.clone(),
             error,
         };
         let re = regex::compile(pattern).map_err(refuse)?;
@@ -567,7 +614,7 @@ fn clipped(s: &str) -> String {
     }
 }
 
-fn bad(at: &str, kw: &str, expected: &'static str) -> SchemaError {
+fn bad(at: String, kw: &str, expected: &'static str) -> SchemaError {
     SchemaError::BadKeyword {
         at: format!("{at}/{kw}"),
         expected,
