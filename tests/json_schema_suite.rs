@@ -10,32 +10,46 @@ use std::path::{Path, PathBuf};
 use mcp_witness::jsonschema::{Dialect, Outcome, Registry, Validator};
 use serde_json::Value;
 
-/// The suite folder: $MCP_WITNESS_SCHEMA_SUITE, else <target dir>/json-schema-test-suite
-/// (the target dir this test binary was built in, so $CARGO_TARGET_DIR is honoured).
-fn suite_dir() -> PathBuf {
+/// Where the suite may be: $MCP_WITNESS_SCHEMA_SUITE, else `json-schema-test-suite/` in the
+/// target dir this test binary was built in (so $CARGO_TARGET_DIR is honoured), in
+/// $CARGO_TARGET_DIR, or in `<repo>/target`.
+fn suite_candidates() -> Vec<PathBuf> {
     if let Some(dir) = std::env::var_os("MCP_WITNESS_SCHEMA_SUITE").filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir);
+        return vec![PathBuf::from(dir)];
     }
-    let exe = std::env::current_exe().expect("current_exe");
+    let mut dirs = Vec::new();
     // <target>/debug/deps/json_schema_suite-HASH
-    let target = exe
-        .ancestors()
-        .nth(3)
-        .expect("test binary lives in <target>/<profile>/deps");
-    target.join("json-schema-test-suite")
+    if let Some(target) = std::env::current_exe()
+        .ok()
+        .as_deref()
+        .and_then(|e| e.ancestors().nth(3))
+    {
+        dirs.push(target.join("json-schema-test-suite"));
+    }
+    if let Some(target) = std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
+        dirs.push(PathBuf::from(target).join("json-schema-test-suite"));
+    }
+    dirs.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("target/json-schema-test-suite"));
+    dirs
 }
 
 fn suite() -> PathBuf {
-    let dir = suite_dir();
-    assert!(
-        dir.join("tests/draft2020-12").is_dir()
-            && dir.join("remotes").is_dir()
-            && dir.join("metaschemas").is_dir(),
-        "the JSON-Schema-Test-Suite is not installed at {}: run `tests/setup/install-schema-suite` \
-         (with the same CARGO_TARGET_DIR as this test), or set MCP_WITNESS_SCHEMA_SUITE to its folder",
-        dir.display()
-    );
-    dir
+    let candidates = suite_candidates();
+    let installed = |d: &&PathBuf| {
+        d.join("tests/draft2020-12").is_dir() && d.join("remotes").is_dir() && d.join("metaschemas").is_dir()
+    };
+    match candidates.iter().find(installed) {
+        Some(dir) => dir.clone(),
+        None => panic!(
+            "the JSON-Schema-Test-Suite is not installed (looked in {}): run `tests/setup/install-schema-suite` \
+             (it installs under $CARGO_TARGET_DIR or target/), or set MCP_WITNESS_SCHEMA_SUITE to its folder",
+            candidates
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 fn read_json(path: &Path) -> Value {
