@@ -39,7 +39,7 @@
 //! format-assertion vocabulary is refused) or `content*`; implement draft 2019-09, draft-06 or
 //! older (`$schema` naming them is [`SchemaError::UnknownDialect`]); mix dialects (an embedded
 //! resource or referenced document whose `$schema` differs from the root's is
-//! [`SchemaError::MixedDialects`]). Regexes are the ECMAScript subset in [`regex`]:
+//! [`SchemaError::MixedDialects`]). Regexes are the ECMAScript subset `regex.rs` documents:
 //! backreferences, lookaround, `\p{..}` and inline flags are refused as [`SchemaError::Regex`],
 //! never approximated. Unknown keywords are ignored, as both specifications require.
 //! Optional suite files (not asserted): ecmascript-regex 60/74 (the rest is `\p{..}`), and
@@ -60,7 +60,7 @@ mod error;
 mod eval;
 mod index;
 mod pike;
-pub mod regex;
+mod regex;
 mod uri;
 mod value;
 
@@ -71,6 +71,7 @@ use serde_json::Value;
 
 pub use dialect::{Dialect, Registry, Vocabularies};
 pub use error::{ErrorKind, Limit, Outcome, SchemaError, ValidationError};
+pub use regex::RegexError;
 
 /// The bounds of one validation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -31,7 +31,8 @@ pub enum RegexError {
     Syntax { offset: usize, what: &'static str },
     /// Valid ECMAScript, but a feature this engine does not implement.
     Unsupported { feature: &'static str },
-    /// Compiles to more than [`MAX_PROGRAM`] instructions or nests deeper than 64 groups.
+    /// Compiles to more than 20,000 instructions (or the schema's patterns together to more
+    /// than 400,000), or nests deeper than 64 groups.
     TooLarge,
 }
 
