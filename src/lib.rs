@@ -65,6 +65,8 @@ pub mod hex;
 #[doc(hidden)]
 pub mod http;
 #[doc(hidden)]
+pub mod jsonschema;
+#[doc(hidden)]
 pub mod sys;
 #[doc(hidden)]
 pub mod wire;
