@@ -16,6 +16,7 @@ use crate::probe::outcome::{Bound, Silence, TargetSeen};
 use crate::redact::Redactor;
 use crate::rpc::{NoReply, Reply, Rpc, Traffic};
 use crate::session::{Connector, Envelope, HandshakeError, ListSpec, Listing, Plan};
+use crate::surface::{ItemKind, Surface};
 use crate::text::truncate;
 use crate::wire::stdio::{Server, SpawnSpec, StderrLog, Teardown};
 
@@ -105,6 +106,8 @@ pub struct Ctx<'o> {
     pub protocol_version: Option<String>,
     /// What every request of the main session carries (`_meta` in the modern era).
     envelope: Envelope,
+    /// The surface of the lists walked up front.
+    surface: Option<crate::surface::Surface>,
     /// The initialize (legacy) or server/discover (modern) result.
     pub init: Option<Map<String, Value>>,
     pub server: Option<ServerInfo>,
@@ -165,6 +168,7 @@ impl<'o> Ctx<'o> {
                 version: DEFAULT_LEGACY.into(),
                 client: CLIENT_NAME,
             },
+            surface: None,
             init: None,
             server: None,
             tools: Listing::not_fetched(false),
@@ -302,20 +306,29 @@ impl<'o> Ctx<'o> {
             .and_then(|i| i.get("capabilities"))
             .cloned()
             .unwrap_or(Value::Null);
-        for (list, cap, spec) in [
-            (List::Tools, "tools", ListSpec::TOOLS),
-            (List::Resources, "resources", ListSpec::RESOURCES),
-            (List::Prompts, "prompts", ListSpec::PROMPTS),
+        let mut surface = Surface::new(self.init.as_ref().and_then(|i| i.get("instructions")));
+        for (list, cap, spec, kind) in [
+            (List::Tools, "tools", ListSpec::TOOLS, ItemKind::Tool),
+            (
+                List::Resources,
+                "resources",
+                ListSpec::RESOURCES,
+                ItemKind::Resource,
+            ),
+            (List::Prompts, "prompts", ListSpec::PROMPTS, ItemKind::Prompt),
         ] {
             let declared = caps.get(cap).is_some();
             let mut listing = match self.rpc.as_mut() {
-                Some(rpc) if declared && wanted.contains(&list) => crate::session::walk(
-                    rpc,
-                    &self.envelope,
-                    self.opts.server.timeout,
-                    spec,
-                    &mut |_, _| {},
-                ),
+                Some(rpc) if declared && wanted.contains(&list) => {
+                    surface.listed(kind);
+                    crate::session::walk(
+                        rpc,
+                        &self.envelope,
+                        self.opts.server.timeout,
+                        spec,
+                        &mut |_, item| surface.add(kind, item),
+                    )
+                }
                 _ => Listing::not_fetched(declared),
             };
             listing.declared = declared;
@@ -325,6 +338,7 @@ impl<'o> Ctx<'o> {
                 List::Prompts => self.prompts = listing,
             }
         }
+        self.surface = Some(surface);
     }
 
     /// Walks tools/list again on the main session, for `security.tool_list_drift`.
@@ -675,6 +689,7 @@ impl<'o> Ctx<'o> {
             protocol_version: self.protocol_version,
             server: self.server,
             results,
+            surface: self.surface,
             could_not_run: self.could_not_run,
             bound: self.bound,
             session: SessionSeen {

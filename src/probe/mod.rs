@@ -57,6 +57,8 @@ pub(crate) struct Run<'o> {
     rpc: Option<Rpc>,
     /// What every request of the session carries (`_meta` in the modern era).
     envelope: crate::session::Envelope,
+    /// The handshake's `instructions`, as replied (redacted), for the surface.
+    instructions: Option<Value>,
     obs: Observation,
     redactor: Redactor,
     started: Instant,
@@ -95,6 +97,7 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
         server: None,
         capabilities: None,
         tools: None,
+        surface: None,
         call: None,
         verdict: Verdict::Fail,
         reasons: Vec::new(),
@@ -120,6 +123,7 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
             version: requested.clone(),
             client: crate::mcp::CLIENT_NAME,
         },
+        instructions: None,
         obs,
         redactor,
         started: Instant::now(),

@@ -297,6 +297,8 @@ pub struct Observation {
     pub server: Option<ServerInfo>,
     pub capabilities: Option<Value>,
     pub tools: Option<ToolsSeen>,
+    /// What a client sees, as digests: every tool and its parts, and the instructions.
+    pub surface: Option<crate::surface::Surface>,
     pub call: Option<CallSeen>,
     pub verdict: Verdict,
     pub reasons: Vec<Reason>,
