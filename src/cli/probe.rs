@@ -13,10 +13,7 @@ use crate::wire::stdio::ExitInfo;
 /// Probe a stdio MCP server: handshake, list every page of tools, optionally call one tool,
 /// tear the server down, record a signed evidence block.
 #[derive(Debug, Args)]
-#[command(
-    group(ArgGroup::new("target").required(true).args(["command", "config"])),
-    after_help = "Exit codes: 0 pass, 1 fail, 3 inconclusive (the server stayed silent while alive), 2 usage error or evidence not written."
-)]
+#[command(group(ArgGroup::new("target").required(true).args(["command", "config"])))]
 pub struct ProbeArgs {
     #[command(flatten)]
     server: ServerArgs,

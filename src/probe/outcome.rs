@@ -25,6 +25,7 @@ impl Verdict {
     }
 
     /// The exit code of `probe`: 0 pass, 1 fail, 3 inconclusive.
+    /// The process exit code that says this verdict (`cli::help::exit` names them).
     pub fn exit_code(self) -> u8 {
         match self {
             Verdict::Pass => 0,
