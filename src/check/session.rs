@@ -250,7 +250,12 @@ impl<'o> Ctx<'o> {
             {
                 self.note_silence(step, *waited_ms);
             }
-            self.could_not_run = Some(e.sentence());
+            let hint = match self.bound {
+                Some(Bound::Deadline) => "; the run's --deadline passed (raise it with --deadline)",
+                Some(Bound::Timeout) => "; raise the wait with --timeout",
+                None => "",
+            };
+            self.could_not_run = Some(format!("{}{hint}", e.sentence()));
         }
     }
 

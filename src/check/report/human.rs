@@ -27,8 +27,17 @@ pub fn human(r: &CheckReport, colour: bool, verbose: bool) -> String {
             inert(why)
         ));
     }
+    // When the suite could not run, the checks it did not run are one line, not one each.
+    let not_run = |x: &&crate::check::model::CheckResult| {
+        r.could_not_run.is_some() && x.status == Status::Skip && x.message.starts_with("not run: ")
+    };
+    let skipped = r.results.iter().filter(not_run).count();
     for group in GROUPS {
-        let items: Vec<_> = r.results.iter().filter(|x| x.group() == *group).collect();
+        let items: Vec<_> = r
+            .results
+            .iter()
+            .filter(|x| x.group() == *group && !not_run(x))
+            .collect();
         if items.is_empty() {
             continue;
         }
@@ -53,6 +62,12 @@ pub fn human(r: &CheckReport, colour: bool, verbose: bool) -> String {
                 out.push_str(&format!("        fix: {}\n        spec: {}\n", x.fix, x.spec));
             }
         }
+    }
+    if skipped > 0 {
+        out.push_str(&format!(
+            "\n{} {skipped} checks did not run, because the suite could not run (see above)\n",
+            paint("2", "SKIP")
+        ));
     }
     let c = r.counts();
     out.push_str(&format!(
