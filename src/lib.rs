@@ -78,6 +78,7 @@ pub(crate) mod inert;
 pub(crate) mod json_budget;
 pub(crate) mod kit;
 pub(crate) mod program;
+pub(crate) mod progress;
 pub(crate) mod redact;
 pub(crate) mod rpc;
 pub(crate) mod session;
