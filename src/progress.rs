@@ -31,7 +31,7 @@ pub fn waiting(what: &str, waited: Duration, bound: Duration) {
     }
     // The bound in tenths of a second, rounded: `10`, `2.5`.
     let tenths = (bound.as_millis() + 50) / 100;
-    let bound = if tenths % 10 == 0 {
+    let bound = if tenths.is_multiple_of(10) {
         format!("{}", tenths / 10)
     } else {
         format!("{}.{}", tenths / 10, tenths % 10)
