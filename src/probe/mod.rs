@@ -3,6 +3,7 @@
 //! inconclusive. Never guesses other message formats: silence is recorded and the probe stops.
 
 mod call;
+pub mod expect;
 pub(crate) mod handshake;
 pub mod outcome;
 pub mod record;
@@ -98,6 +99,7 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
         capabilities: None,
         tools: None,
         surface: None,
+        expected: None,
         call: None,
         verdict: Verdict::Fail,
         reasons: Vec::new(),

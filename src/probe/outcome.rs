@@ -66,6 +66,7 @@ pub enum ReasonCode {
     TooManyPages,
     NoTools,
     InvalidTool,
+    SurfaceChanged,
 }
 
 impl ReasonCode {
@@ -98,6 +99,7 @@ impl ReasonCode {
         ReasonCode::TooManyPages,
         ReasonCode::NoTools,
         ReasonCode::InvalidTool,
+        ReasonCode::SurfaceChanged,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -129,6 +131,7 @@ impl ReasonCode {
             ReasonCode::TooManyPages => "too_many_pages",
             ReasonCode::NoTools => "no_tools",
             ReasonCode::InvalidTool => "invalid_tool",
+            ReasonCode::SurfaceChanged => "surface_changed",
         }
     }
 }
@@ -300,6 +303,8 @@ pub struct Observation {
     pub tools: Option<ToolsSeen>,
     /// What a client sees, as digests: every tool and its parts, and the instructions.
     pub surface: Option<crate::surface::Surface>,
+    /// With `--expect`: the block the surface was compared with, and what differed.
+    pub expected: Option<super::expect::Expected>,
     pub call: Option<CallSeen>,
     pub verdict: Verdict,
     pub reasons: Vec<Reason>,
