@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{ArgGroup, Args};
 
 use super::server_args::{RecordArgs, Recorded, Recorder, ServerArgs};
-use crate::check::{CheckOptions, check, record, report};
+use crate::check::{CheckOptions, record, report};
 
 /// Check a stdio MCP server for conformance, robustness and security (hidden text, lookalike
 /// names, hidden instructions, leaks in error replies, a tool list that changes), and record the
@@ -94,14 +94,35 @@ pub fn run(args: CheckArgs) -> u8 {
     opts.call_tools = args.call_tools;
     opts.safe_tools = args.safe_tool.clone();
 
-    let report = check(&opts);
+    // Output files are made ready before the run: a bad path fails now, not after it.
+    for path in [&args.junit, &args.sarif, &args.markdown].into_iter().flatten() {
+        if let Err(e) = crate::files::prepare_output(path) {
+            return super::error(e);
+        }
+    }
+    let terminal = std::io::stdout().is_terminal();
+    let colour = terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    // On a terminal the text report comes as the results do, a group at a time.
+    let stream = terminal && !args.json;
+    let mut group = String::new();
+    let mut show = |r: &crate::check::CheckResult| {
+        if !stream || (r.status == crate::check::Status::Skip && r.message.starts_with("not run: ")) {
+            return;
+        }
+        if r.group() != group {
+            group = r.group().to_string();
+            outln!("\n{group}");
+        }
+        out!("{}", report::result_lines(r, colour, args.verbose, args.strict));
+    };
+    let report = crate::check::check_with(&opts, &mut show);
     let mut code = report.exit_code();
 
     if args.json {
         outln!("{}", crate::inert::json(&report.to_json()));
+    } else if stream {
+        out!("{}", report::human_tail(&report, colour));
     } else {
-        let colour =
-            std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         out!("{}", report::human(&report, colour, args.verbose));
     }
     let writes = [
