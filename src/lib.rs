@@ -72,6 +72,7 @@ pub mod sys;
 pub mod wire;
 
 pub(crate) mod config;
+pub(crate) mod digest_cache;
 pub(crate) mod envelope;
 pub(crate) mod files;
 pub(crate) mod inert;

@@ -147,7 +147,7 @@ pub struct Ctx<'o> {
     target: TargetSeen,
     stamp: clock::Stamp,
     host: String,
-    digest: Option<JoinHandle<std::io::Result<String>>>,
+    digest: Option<crate::target::DigestJob>,
 }
 
 impl<'o> Ctx<'o> {
@@ -682,9 +682,10 @@ impl<'o> Ctx<'o> {
         self.stop_main();
         self.join_side_runs();
         if let Some(h) = self.digest.take()
-            && let Ok(Ok(hex)) = h.join()
+            && let Ok(Ok((hex, source))) = h.join()
         {
             self.target.program_sha256 = Some(hex);
+            self.target.program_sha256_source = Some(source);
         }
         CheckReport {
             stamp: self.stamp,

@@ -145,7 +145,7 @@ impl Run<'_> {
     fn resolve(
         &mut self,
         launched: Result<crate::target::Launch, String>,
-    ) -> Option<std::thread::JoinHandle<std::io::Result<String>>> {
+    ) -> Option<crate::target::DigestJob> {
         match launched {
             Ok(launch) => {
                 self.spec = Some(launch.spec);
@@ -309,7 +309,7 @@ impl Run<'_> {
         Some(teardown)
     }
 
-    fn finish(mut self, digest: Option<std::thread::JoinHandle<std::io::Result<String>>>) -> Observation {
+    fn finish(mut self, digest: Option<crate::target::DigestJob>) -> Observation {
         if let Some(rpc) = &self.rpc {
             self.obs.timings.first_stdout = rpc.wire().stats().first_output_ms;
         }
@@ -327,7 +327,10 @@ impl Run<'_> {
         self.obs.stderr_bytes = self.stderr_total;
         if let Some(handle) = digest {
             match handle.join() {
-                Ok(Ok(hex)) => self.obs.target.program_sha256 = Some(hex),
+                Ok(Ok((hex, source))) => {
+                    self.obs.target.program_sha256 = Some(hex);
+                    self.obs.target.program_sha256_source = Some(source);
+                }
                 Ok(Err(e)) => {
                     self.fail(
                         ReasonCode::ProgramUnreadable,

@@ -268,6 +268,8 @@ pub struct TargetSeen {
     pub command: Vec<String>,
     pub program: Option<String>,
     pub program_sha256: Option<String>,
+    /// Whether the digest was computed this run or taken from the digest cache.
+    pub program_sha256_source: Option<crate::digest_cache::Source>,
     pub cwd: String,
     pub env_names: Vec<String>,
     /// The era asked for (what was used is `Observation::era`).
