@@ -1,8 +1,11 @@
 //! The canonical serialization that hashes and signatures cover.
 //!
-//! Canonical means: serde_json's compact output of a `Value` (object keys sorted by their
-//! UTF-8 bytes, no whitespace, serde_json's string escaping), with integers only. For the
-//! ASCII keys and integers an evidence block holds, this equals RFC 8785 (JCS).
+//! Canonical means RFC 8785 (JCS) for the values a block may hold: object keys sorted by
+//! their UTF-16 code units, no whitespace, strings escaped as JCS (and serde_json) escape
+//! them (`\"`, `\\`, `\b \f \n \r \t`, other control characters as `\u00xx`, everything
+//! else as UTF-8), and integers only, within ±(2^53−1), in plain decimal (which is how JCS
+//! formats those numbers). UTF-16 order differs from the UTF-8 byte order only between a
+//! character in U+E000..U+FFFF and one beyond U+FFFF (a surrogate pair sorts first).
 
 use serde_json::Value;
 
@@ -12,9 +15,55 @@ pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// Serializes a value canonically.
 pub fn to_bytes(value: &Value) -> Vec<u8> {
-    // serde_json's Map is a BTreeMap unless the `preserve_order` feature is on; a unit test
-    // below pins that, since feature unification elsewhere could switch it on silently.
-    serde_json::to_vec(value).expect("serializing a Value cannot fail")
+    let mut out = Vec::new();
+    write(value, &mut out);
+    out
+}
+
+/// The JCS order of two object keys: by their UTF-16 code units.
+pub fn key_order(a: &str, b: &str) -> std::cmp::Ordering {
+    // Code point order (the UTF-8 byte order) and UTF-16 order agree on ASCII.
+    if a.is_ascii() && b.is_ascii() {
+        return a.cmp(b);
+    }
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
+fn write(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Object(map) => {
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            members.sort_by(|x, y| key_order(x.0, y.0));
+            out.push(b'{');
+            for (i, (k, v)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_leaf(&Value::String(k.clone()), out);
+                out.push(b':');
+                write(v, out);
+            }
+            out.push(b'}');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write(v, out);
+            }
+            out.push(b']');
+        }
+        leaf => write_leaf(leaf, out),
+    }
+}
+
+/// A string, number, boolean or null: serde_json's compact form, which for strings and
+/// integers is the JCS form.
+fn write_leaf(value: &Value, out: &mut Vec<u8>) {
+    // Writing into a Vec cannot fail, and a leaf holds no map keys to fail on.
+    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 /// Why a value is not allowed in a block.
@@ -112,6 +161,26 @@ fn to_string(value: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn keys_sort_by_utf16_code_units_not_by_utf8_bytes() {
+        // U+E000 is one code unit 0xE000; U+1F600 is the pair 0xD83D 0xDE00, which sorts first.
+        let v = json!({"\u{e000}": 1, "\u{1f600}": 2, "a": 3, "\u{ffff}": 4, "\u{10000}": 5});
+        let text = String::from_utf8(to_bytes(&v)).unwrap();
+        assert_eq!(
+            text,
+            "{\"a\":3,\"\u{10000}\":5,\"\u{1f600}\":2,\"\u{e000}\":1,\"\u{ffff}\":4}"
+        );
+        // serde_json's own order (UTF-8 bytes) puts the supplementary characters last.
+        let serde = serde_json::to_string(&v).unwrap();
+        assert!(serde.ends_with("\"\u{1f600}\":2}"), "{serde}");
+    }
+
+    #[test]
+    fn ascii_keyed_values_are_written_as_serde_json_writes_them() {
+        let v = json!({"b": [1, -2, "x\u{1}\n\"é"], "a": {"d": null, "c": true}, "A": 9007199254740991u64});
+        assert_eq!(to_bytes(&v), serde_json::to_vec(&v).unwrap());
+    }
 
     #[test]
     fn keys_are_sorted_and_output_is_compact() {

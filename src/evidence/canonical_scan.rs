@@ -3,10 +3,10 @@
 //!
 //! A line passes when it is what serde_json would write for the value it holds and that
 //! value is fit for a block: no whitespace outside strings; object keys strictly increasing
-//! by their bytes (so no duplicates); strings escaped exactly as serde_json escapes (`\"`,
+//! by their UTF-16 code units, as RFC 8785 (JCS) sorts them (so no duplicates); strings escaped exactly as serde_json escapes (`\"`,
 //! `\\`, `\b \f \n \r \t`, other control characters as lower-case `\u00xx`, nothing else);
 //! integers only, in plain decimal, within ±(2^53−1). Unit tests pin the equivalence with a
-//! serde_json round trip.
+//! round trip through `canonical::to_bytes`.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -44,7 +44,7 @@ impl<'a> Scanned<'a> {
         // Members are in key order: the line is canonical.
         let i = self
             .members
-            .binary_search_by(|m| m.key.as_ref().cmp(key.as_bytes()))
+            .binary_search_by(|m| key_order(&m.key, key.as_bytes()))
             .ok()?;
         Some(&line[self.members[i].value.clone()])
     }
@@ -81,6 +81,17 @@ impl Unsigned {
         }
         out.push(b"}");
         out
+    }
+}
+
+/// The JCS order of two unescaped keys (UTF-8 bytes; anything else sorts by its bytes).
+fn key_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    if a.is_ascii() && b.is_ascii() {
+        return a.cmp(b);
+    }
+    match (std::str::from_utf8(a), std::str::from_utf8(b)) {
+        (Ok(a), Ok(b)) => super::canonical::key_order(a, b),
+        _ => a.cmp(b),
     }
 }
 
@@ -284,7 +295,7 @@ impl<'a> Scanner<'a> {
             let member_start = self.i;
             let key = self.string()?;
             if let Some(p) = &prev
-                && key.as_ref() <= p.as_ref()
+                && key_order(&key, p) != std::cmp::Ordering::Greater
             {
                 return Err(NonCanonical {
                     offset: member_start,
@@ -339,8 +350,8 @@ mod tests {
     use crate::evidence::canonical;
     use serde_json::{Value, json};
 
-    /// The reference definition: serde_json writes the line back byte for byte, and the
-    /// value holds only safe integers.
+    /// The reference definition: the canonical writer writes the line back byte for byte,
+    /// and the value holds only safe integers.
     fn reference(line: &[u8]) -> bool {
         match serde_json::from_slice::<Value>(line) {
             Ok(v) => v.is_object() && canonical::to_bytes(&v) == line && canonical::check_fit(&v).is_ok(),
@@ -420,6 +431,44 @@ mod tests {
                 String::from_utf8_lossy(&line)
             );
         }
+    }
+
+    #[test]
+    fn keys_across_the_unicode_range_are_in_jcs_order() {
+        // Keys from every plane, including the two ranges whose UTF-8 and UTF-16 orders differ.
+        let chars = [
+            'a',
+            '\u{7f}',
+            'é',
+            '\u{7ff}',
+            '\u{800}',
+            '\u{d7ff}',
+            '\u{e000}',
+            '\u{fffd}',
+            '\u{ffff}',
+            '\u{10000}',
+            '😀',
+            '\u{10ffff}',
+        ];
+        let mut map = serde_json::Map::new();
+        for (i, a) in chars.iter().enumerate() {
+            for b in &chars {
+                map.insert(format!("{a}{b}"), json!(i));
+            }
+        }
+        let line = canonical::to_bytes(&Value::Object(map.clone()));
+        let scanned = scan(&line).expect("the canonical writer's output scans");
+        assert!(reference(&line));
+        for k in map.keys() {
+            assert!(scanned.get(&line, k).is_some(), "{k:?} found by get");
+        }
+        // The UTF-8 byte order (serde_json's) is not canonical when the two orders differ.
+        let serde = serde_json::to_vec(&Value::Object(map)).unwrap();
+        assert_ne!(serde, line);
+        assert_eq!(
+            scan(&serde).unwrap_err().what,
+            "keys not in sorted order, or a duplicate key"
+        );
     }
 
     #[test]

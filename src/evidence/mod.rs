@@ -6,7 +6,7 @@ pub mod block;
 pub mod canonical;
 pub mod canonical_scan;
 pub mod keys;
-pub mod kinds;
+pub mod kind;
 pub mod repair;
 pub mod tail;
 pub mod verify;

@@ -1,0 +1,123 @@
+//! Kind `check`: one run of `mcp-witness check` against one server. Its fields and their
+//! shapes, its target id (a probe's) and observation digest, and its diff.
+
+use serde_json::{Value, json};
+
+use super::probe;
+use super::shape::{COUNT, Field, MILLIS, SHA256, Shape};
+use super::{Change, Spec, field_change, item_changes, server_changes};
+
+/// The fields of a check block beyond the envelope, in the order verify checks them.
+pub const FIELDS: &[Field] = &[
+    Field::req("target", probe::TARGET),
+    Field::req("era", probe::ERA),
+    Field::req("protocol_version", Shape::OrNull(&Shape::Str)),
+    Field::req("server", probe::SERVER),
+    Field::req(
+        "results",
+        Shape::Array(
+            &Shape::Obj(&[
+                Field::req("id", Shape::Str),
+                Field::req("status", Shape::Enum(&["pass", "warn", "fail", "skip"])),
+                Field::req("message", Shape::Str),
+            ]),
+            None,
+        ),
+    ),
+    Field::req(
+        "counts",
+        Shape::Obj(&[
+            Field::req("pass", COUNT),
+            Field::req("warn", COUNT),
+            Field::req("fail", COUNT),
+            Field::req("skip", COUNT),
+        ]),
+    ),
+    Field::req("could_not_run", Shape::OrNull(&Shape::Str)),
+    Field::req("strict", Shape::Bool),
+    Field::req("duration_ms", MILLIS),
+    Field::req("observation_sha256", SHA256),
+    Field::opt("bound", probe::BOUND),
+    Field::opt(
+        "session",
+        Shape::Obj(&[
+            Field::req("stdout_bytes", COUNT),
+            Field::req("stderr", probe::STDERR),
+            Field::req("silence", probe::SILENCE),
+            Field::req("restarts", Shape::Array(&Shape::Str, None)),
+        ]),
+    ),
+];
+
+pub const SPEC: Spec = Spec {
+    name: "check",
+    fields: FIELDS,
+    identity: probe::identity,
+    observation,
+    rules,
+    diff,
+};
+
+/// What `observation_sha256` digests: the program, handshake, server and every result's
+/// id and status, and whether the suite ran.
+fn observation(b: &Value) -> Value {
+    let results: Vec<Value> = b["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|x| json!([x["id"], x["status"]]))
+        .collect();
+    json!({
+        "program_sha256": b["target"]["program_sha256"],
+        "era": b["era"],
+        "protocol_version": b["protocol_version"],
+        "server": b["server"],
+        "results": results,
+        "could_not_run": !b["could_not_run"].is_null(),
+    })
+}
+
+/// Each status is counted in `counts`.
+fn rules(b: &Value) -> Result<(), (String, String)> {
+    for status in ["pass", "warn", "fail", "skip"] {
+        let n = b["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|x| x["status"] == status)
+            .count() as u64;
+        if b["counts"][status].as_u64() != Some(n) {
+            return Err((
+                format!("counts.{status}"),
+                format!("must be {n}, the number of results with status {status}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn statuses(v: &Value) -> Vec<(String, String)> {
+    v["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|x| {
+            (
+                x["id"].as_str().unwrap_or_default().to_string(),
+                x["status"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn diff(old: &Value, new: &Value, out: &mut Vec<Change>) {
+    server_changes(old, new, out);
+    item_changes(out, "results", &statuses(old), &statuses(new));
+    field_change(
+        out,
+        "could not run",
+        "could_not_run",
+        &old["could_not_run"],
+        &new["could_not_run"],
+    );
+}

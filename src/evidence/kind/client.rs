@@ -1,0 +1,141 @@
+//! Kind `client`: `mcp-witness analyze --record` of a serve log, i.e. how one MCP client
+//! handled the list_changed cycle. Its fields and their shapes, its target id and
+//! observation digest, and its diff.
+
+use serde_json::{Value, json};
+
+use super::shape::{COUNT, Field, SHA256, Shape};
+use super::{Change, Spec, field_change, item_changes};
+
+/// The verdict words, per domain and overall.
+const VERDICT: Shape = Shape::Enum(&["compliant", "not compliant", "incomplete"]);
+
+/// `client`: the clientInfo name and version the client sent, or null.
+const CLIENT: Shape = Shape::OrNull(&Shape::Obj(&[
+    Field::req("name", Shape::Str),
+    Field::req("version", Shape::OrNull(&Shape::Str)),
+]));
+
+/// The fields of a client block beyond the envelope, in the order verify checks them.
+pub const FIELDS: &[Field] = &[
+    Field::req(
+        "target",
+        Shape::Obj(&[Field::req("id", SHA256), Field::req("client", CLIENT)]),
+    ),
+    Field::req("client", CLIENT),
+    Field::req(
+        "log",
+        Shape::Obj(&[
+            Field::req("path", Shape::Str),
+            Field::req("sha256", SHA256),
+            Field::req("bytes", COUNT),
+            Field::req("entries", COUNT),
+        ]),
+    ),
+    Field::req(
+        "domains",
+        Shape::Array(
+            &Shape::Obj(&[
+                Field::req("domain", Shape::Enum(&["tools", "resources", "prompts"])),
+                Field::req("verdict", VERDICT),
+                Field::req("question", Shape::OrNull(&COUNT)),
+                Field::req("why", Shape::OrNull(&Shape::Str)),
+                Field::req("meaning", Shape::Str),
+                Field::req(
+                    "answers",
+                    Shape::Array(
+                        &Shape::Obj(&[
+                            Field::req("question", Shape::Str),
+                            Field::req("answer", Shape::Str),
+                            Field::req("evidence_line", Shape::OrNull(&COUNT)),
+                            Field::req("evidence_ts", Shape::OrNull(&Shape::Str)),
+                        ]),
+                        None,
+                    ),
+                ),
+            ]),
+            None,
+        ),
+    ),
+    Field::req("verdict", VERDICT),
+    Field::req("observation_sha256", SHA256),
+];
+
+pub const SPEC: Spec = Spec {
+    name: "client",
+    fields: FIELDS,
+    identity,
+    observation,
+    rules,
+    diff,
+};
+
+/// What `target.id` digests: the client as it named itself.
+fn identity(target: &Value) -> Value {
+    json!({"client": target["client"]})
+}
+
+/// What `observation_sha256` digests: the client, every domain's judgement, the verdict.
+fn observation(b: &Value) -> Value {
+    json!({"client": b["client"], "domains": b["domains"], "verdict": b["verdict"]})
+}
+
+/// The target names the block's client.
+fn rules(b: &Value) -> Result<(), (String, String)> {
+    if b["target"]["client"] != b["client"] {
+        return Err(("target.client".into(), "must equal the block's `client`".into()));
+    }
+    Ok(())
+}
+
+fn domains(v: &Value) -> Vec<(String, String)> {
+    v["domains"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| {
+            (
+                d["domain"].as_str().unwrap_or_default().to_string(),
+                d["verdict"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn diff(old: &Value, new: &Value, out: &mut Vec<Change>) {
+    field_change(
+        out,
+        "client name",
+        "client.name",
+        &old["client"]["name"],
+        &new["client"]["name"],
+    );
+    field_change(
+        out,
+        "client version",
+        "client.version",
+        &old["client"]["version"],
+        &new["client"]["version"],
+    );
+    field_change(out, "verdict", "verdict", &old["verdict"], &new["verdict"]);
+    item_changes(out, "domains", &domains(old), &domains(new));
+    let answers = |v: &Value| -> Value {
+        v["domains"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|d| {
+                json!([
+                    d["domain"],
+                    d["answers"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|a| json!([a["question"], a["answer"]]))
+                        .collect::<Vec<_>>()
+                ])
+            })
+            .collect()
+    };
+    field_change(out, "answers", "domains.answers", &answers(old), &answers(new));
+}

@@ -1,0 +1,316 @@
+//! The block kinds. Each kind lives in one file of this folder (`probe.rs`, `check.rs`,
+//! `client.rs`): its fields and their nested shape, how its target id and observation digest
+//! are computed, its extra verify rules and its diff. `BlockKind` is the only list of kinds:
+//! verify, diff and the record writers go through it, and a unit test holds
+//! `schemas/evidence-block.schema.json` to exactly these shapes. Adding a field to a kind is
+//! one line in its file (and its line in the schema, which the test then demands).
+
+pub mod check;
+pub mod client;
+pub mod probe;
+pub mod shape;
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::block::BlockError;
+use super::canonical;
+use crate::inert::inert;
+pub use shape::{Field, Shape, Syntax};
+
+/// Every kind this version writes and verifies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BlockKind {
+    Probe,
+    Check,
+    Client,
+}
+
+/// What one kind is: everything verify, diff and the writers need to know about it.
+pub struct Spec {
+    /// The `kind` value.
+    pub name: &'static str,
+    /// Its fields beyond the envelope (`target` included), in the order verify checks them.
+    pub fields: &'static [Field],
+    /// The JSON whose canonical SHA-256 is `target.id`, from the block's `target`.
+    pub identity: fn(&Value) -> Value,
+    /// The JSON whose canonical SHA-256 is `observation_sha256`, from the block.
+    pub observation: fn(&Value) -> Value,
+    /// Rules beyond shape and digests: `Err((field path, problem))`.
+    pub rules: fn(&Value) -> Result<(), (String, String)>,
+    /// What changed from `old` to `new` (two blocks of this kind and one target).
+    pub diff: fn(&Value, &Value, &mut Vec<Change>),
+}
+
+impl BlockKind {
+    /// The only list of kinds.
+    pub const ALL: [BlockKind; 3] = [BlockKind::Probe, BlockKind::Check, BlockKind::Client];
+
+    pub fn spec(self) -> &'static Spec {
+        match self {
+            BlockKind::Probe => &probe::SPEC,
+            BlockKind::Check => &check::SPEC,
+            BlockKind::Client => &client::SPEC,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    pub fn from_name(name: &str) -> Option<BlockKind> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// "probe, check, client": for messages.
+    pub fn names() -> String {
+        Self::ALL.map(BlockKind::name).join(", ")
+    }
+
+    /// `target.id` for a block of this kind with this `target` object.
+    pub fn target_id(self, target: &Value) -> String {
+        sha256_hex(&(self.spec().identity)(target))
+    }
+
+    /// `observation_sha256` for a block of this kind (`fields` holds at least the fields the
+    /// observation covers).
+    pub fn observation_sha256(self, fields: &Value) -> String {
+        sha256_hex(&(self.spec().observation)(fields))
+    }
+
+    /// Checks a block of this kind beyond its envelope's syntax: the shape of every field,
+    /// nested ones included (envelope first, then the kind's fields, each in table order),
+    /// then `target.id`, then `observation_sha256`, then the kind's own rules.
+    pub fn check(self, block: &Value) -> Result<(), BlockError> {
+        let spec = self.spec();
+        shape::check_object(&[ENVELOPE, spec.fields], block, "")?;
+        let target = &block["target"];
+        if target["id"].as_str() != Some(self.target_id(target).as_str()) {
+            return Err(BlockError::Digest("target.id"));
+        }
+        if block["observation_sha256"].as_str() != Some(self.observation_sha256(block).as_str()) {
+            return Err(BlockError::Digest("observation_sha256"));
+        }
+        (spec.rules)(block).map_err(|(path, problem)| BlockError::Field(path, problem))
+    }
+
+    /// What changed between two blocks of this kind; when the observation digests differ,
+    /// never empty.
+    pub fn diff(self, old: &Value, new: &Value) -> Vec<Change> {
+        let mut out = Vec::new();
+        (self.spec().diff)(old, new, &mut out);
+        if out.is_empty() && old["observation_sha256"] != new["observation_sha256"] {
+            out.push(Change::field(
+                "observation",
+                "observation_sha256",
+                &old["observation_sha256"],
+                &new["observation_sha256"],
+            ));
+        }
+        out
+    }
+}
+
+/// SHA-256 (lower-case hex) of a value's canonical form.
+pub fn sha256_hex(value: &Value) -> String {
+    crate::hex::encode(&Sha256::digest(canonical::to_bytes(value)))
+}
+
+/// The `format` values a block may carry.
+pub const FORMATS: &[&str] = &[super::block::FORMAT];
+
+/// Fields every block has, in the order verify checks them (`target` is each kind's own).
+pub const ENVELOPE: &[Field] = &[
+    Field::req("format", Shape::Enum(FORMATS)),
+    Field::req("kind", Shape::Enum(&["probe", "check", "client"])),
+    Field::req("seq", Shape::Int(1, canonical::MAX_SAFE_INTEGER as i64)),
+    Field::req("prev", shape::SHA256),
+    Field::req("file_id", Shape::Text(Syntax::Hex(16))),
+    Field::req("key", Shape::Text(Syntax::PublicKey)),
+    Field::req("hash", shape::SHA256),
+    Field::req("sig", Shape::Text(Syntax::Hex(64))),
+    Field::req("observed_at", Shape::Text(Syntax::Stamp)),
+    Field::req("tz", Shape::OrNull(&Shape::Str)),
+    Field::req("host", Shape::Str),
+    Field::req(
+        "tool",
+        Shape::Obj(&[Field::req("name", Shape::Str), Field::req("version", Shape::Str)]),
+    ),
+];
+
+/// One difference between two blocks, as data; `text` gives its sentence.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// A value that differs: its field path, a label for the sentence, before and after.
+    Field {
+        label: &'static str,
+        field: &'static str,
+        from: Value,
+        to: Value,
+    },
+    /// Names that appeared in a list (`list`: tools).
+    Added { list: &'static str, items: Vec<String> },
+    /// Names that left a list.
+    Removed { list: &'static str, items: Vec<String> },
+    /// One item of a list (check results, client domains) whose status changed, appeared
+    /// (`from` null) or went (`to` null).
+    Item {
+        list: &'static str,
+        id: String,
+        from: Option<String>,
+        to: Option<String>,
+    },
+}
+
+impl Change {
+    pub fn field(label: &'static str, field: &'static str, from: &Value, to: &Value) -> Change {
+        Change::Field {
+            label,
+            field,
+            from: from.clone(),
+            to: to.clone(),
+        }
+    }
+
+    /// The change as `diff --json` prints it.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Change::Field { field, from, to, .. } => {
+                json!({"change": "changed", "field": field, "from": from, "to": to})
+            }
+            Change::Added { list, items } => json!({"change": "added", "list": list, "items": items}),
+            Change::Removed { list, items } => {
+                json!({"change": "removed", "list": list, "items": items})
+            }
+            Change::Item { list, id, from, to } => {
+                json!({"change": "item", "list": list, "id": id, "from": from, "to": to})
+            }
+        }
+    }
+
+    /// The change as one line of text; everything quoted from a block is made inert.
+    pub fn text(&self) -> String {
+        let names = |items: &[String]| items.iter().map(|s| inert(s)).collect::<Vec<_>>().join(", ");
+        match self {
+            Change::Field { label, from, to, .. } => format!(
+                "{label}: {} -> {}",
+                inert(&from.to_string()),
+                inert(&to.to_string())
+            ),
+            Change::Added { list, items } => format!("{list} added: {}", names(items)),
+            Change::Removed { list, items } => format!("{list} removed: {}", names(items)),
+            Change::Item { list, id, from, to } => match (from, to) {
+                (Some(a), Some(b)) => format!("{}: {} -> {}", inert(id), inert(a), inert(b)),
+                (None, Some(b)) => format!("{}: new ({})", inert(id), inert(b)),
+                (Some(a), None) if *list == "results" => {
+                    format!("{}: no longer run (was {})", inert(id), inert(a))
+                }
+                (Some(a), None) => format!("{}: no longer present (was {})", inert(id), inert(a)),
+                (None, None) => inert(id).into_owned(),
+            },
+        }
+    }
+}
+
+/// A field's change, when it differs.
+pub(crate) fn field_change(
+    out: &mut Vec<Change>,
+    label: &'static str,
+    field: &'static str,
+    a: &Value,
+    b: &Value,
+) {
+    if a != b {
+        out.push(Change::field(label, field, a, b));
+    }
+}
+
+/// Names added to and removed from a list of strings.
+pub(crate) fn list_change(out: &mut Vec<Change>, list: &'static str, a: &[String], b: &[String]) {
+    let added: Vec<String> = b.iter().filter(|n| !a.contains(n)).cloned().collect();
+    let removed: Vec<String> = a.iter().filter(|n| !b.contains(n)).cloned().collect();
+    if !added.is_empty() {
+        out.push(Change::Added { list, items: added });
+    }
+    if !removed.is_empty() {
+        out.push(Change::Removed { list, items: removed });
+    }
+}
+
+/// Items `(id, status)` compared by id: changed, new, gone.
+pub(crate) fn item_changes(
+    out: &mut Vec<Change>,
+    list: &'static str,
+    a: &[(String, String)],
+    b: &[(String, String)],
+) {
+    for (id, s) in b {
+        match a.iter().find(|(i, _)| i == id) {
+            Some((_, was)) if was != s => out.push(Change::Item {
+                list,
+                id: id.clone(),
+                from: Some(was.clone()),
+                to: Some(s.clone()),
+            }),
+            None => out.push(Change::Item {
+                list,
+                id: id.clone(),
+                from: None,
+                to: Some(s.clone()),
+            }),
+            _ => {}
+        }
+    }
+    for (id, s) in a {
+        if !b.iter().any(|(i, _)| i == id) {
+            out.push(Change::Item {
+                list,
+                id: id.clone(),
+                from: Some(s.clone()),
+                to: None,
+            });
+        }
+    }
+}
+
+/// The strings of a JSON array (others skipped).
+pub(crate) fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// The server and program changes probe and check blocks share.
+pub(crate) fn server_changes(old: &Value, new: &Value, out: &mut Vec<Change>) {
+    field_change(
+        out,
+        "server name",
+        "server.name",
+        &old["server"]["name"],
+        &new["server"]["name"],
+    );
+    field_change(
+        out,
+        "server version",
+        "server.version",
+        &old["server"]["version"],
+        &new["server"]["version"],
+    );
+    field_change(
+        out,
+        "protocol version",
+        "protocol_version",
+        &old["protocol_version"],
+        &new["protocol_version"],
+    );
+    field_change(
+        out,
+        "program",
+        "target.program_sha256",
+        &old["target"]["program_sha256"],
+        &new["target"]["program_sha256"],
+    );
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,305 @@
+//! Kind `probe`: one run of `mcp-witness probe` against one stdio server. Its fields and
+//! their shapes, its target id and observation digest, the teardown rule, and its diff.
+
+use serde_json::{Value, json};
+
+use super::shape::{COUNT, Field, MILLIS, SHA256, STRINGS, Shape, Syntax};
+use super::{Change, Spec, field_change, list_change, server_changes, strings};
+
+const SAFE: i64 = crate::evidence::canonical::MAX_SAFE_INTEGER as i64;
+const PID: Shape = Shape::Int(1, 4_294_967_295);
+const MILLIS_OR_NULL: Shape = Shape::OrNull(&MILLIS);
+
+/// The `target` of probe and check blocks: the server command as it was run.
+pub const TARGET: Shape = Shape::Obj(&[
+    Field::req("id", SHA256),
+    Field::req("command", STRINGS),
+    Field::req("program", Shape::OrNull(&Shape::Str)),
+    Field::req("program_sha256", Shape::OrNull(&SHA256)),
+    Field::req("cwd", Shape::Str),
+    Field::req("env", STRINGS),
+    Field::req("era", Shape::Enum(&["legacy", "modern", "auto"])),
+    Field::req("protocol_version", Shape::OrNull(&Shape::Str)),
+]);
+
+/// `server`: the server's self-description, or null.
+pub const SERVER: Shape = Shape::OrNull(&Shape::Obj(&[
+    Field::req("name", Shape::Str),
+    Field::req("version", Shape::OrNull(&Shape::Str)),
+]));
+
+/// `silence`: the request that got no reply, or null.
+pub const SILENCE: Shape = Shape::OrNull(&Shape::Obj(&[
+    Field::req("step", Shape::Str),
+    Field::req("waited_ms", MILLIS),
+    Field::req("stdout_bytes", COUNT),
+    Field::req("stderr_bytes", COUNT),
+    Field::req("alive", Shape::Bool),
+]));
+
+/// `stderr`: bytes the server wrote there and their redacted tail.
+pub const STDERR: Shape = Shape::Obj(&[
+    Field::req("bytes", COUNT),
+    Field::req("tail", Shape::OrNull(&Shape::Str)),
+]);
+
+/// `bound`: which bound ended the run early.
+pub const BOUND: Shape = Shape::OrNull(&Shape::Enum(&["timeout", "deadline"]));
+
+/// The era a handshake used.
+pub const ERA: Shape = Shape::Enum(&["legacy", "modern"]);
+
+/// The fields of a probe block beyond the envelope, in the order verify checks them.
+pub const FIELDS: &[Field] = &[
+    Field::req("target", TARGET),
+    Field::req("era", ERA),
+    Field::req("era_detection", Shape::OrNull(&Shape::Str)),
+    Field::req("protocol_requested", Shape::Str),
+    Field::req("protocol_version", Shape::OrNull(&Shape::Str)),
+    Field::req("server", SERVER),
+    Field::req("capabilities", Shape::Foreign),
+    Field::req(
+        "tools",
+        Shape::OrNull(&Shape::Obj(&[
+            Field::req("count", COUNT),
+            Field::req("names", STRINGS),
+            Field::req("pages", COUNT),
+            Field::req("names_complete", Shape::Bool),
+        ])),
+    ),
+    Field::req(
+        "call",
+        Shape::OrNull(&Shape::Obj(&[
+            Field::req("tool", Shape::Str),
+            Field::req(
+                "outcome",
+                Shape::Enum(&[
+                    "ok",
+                    "tool_error",
+                    "rpc_error",
+                    "silent",
+                    "not_listed",
+                    "not_attempted",
+                    "exited",
+                    "malformed",
+                ]),
+            ),
+            Field::req("argument_names", STRINGS),
+            Field::req("content_types", STRINGS),
+            Field::req("preview", Shape::OrNull(&Shape::Str)),
+            Field::req("result_sha256", Shape::OrNull(&SHA256)),
+            Field::req(
+                "error",
+                Shape::OrNull(&Shape::Obj(&[
+                    Field::req(
+                        "code",
+                        Shape::OneOf(&[Shape::Int(-SAFE, SAFE), Shape::Text(Syntax::IntegerText)]),
+                    ),
+                    Field::req("message", Shape::Str),
+                ])),
+            ),
+            Field::req("elapsed_ms", MILLIS_OR_NULL),
+        ])),
+    ),
+    Field::req("verdict", Shape::Enum(&["pass", "fail", "inconclusive"])),
+    Field::req(
+        "reasons",
+        Shape::Array(
+            &Shape::Obj(&[
+                Field::req("code", Shape::Text(Syntax::Code)),
+                Field::req("message", Shape::Str),
+            ]),
+            None,
+        ),
+    ),
+    Field::req("silence", SILENCE),
+    Field::req(
+        "stdout_noise",
+        Shape::Obj(&[
+            Field::req("count", COUNT),
+            Field::req(
+                "lines",
+                Shape::Array(
+                    &Shape::Obj(&[
+                        Field::req("text", Shape::Str),
+                        Field::req(
+                            "kind",
+                            Shape::Enum(&["bom", "invalid_utf8", "blank", "not_json", "not_object"]),
+                        ),
+                    ]),
+                    Some(5),
+                ),
+            ),
+            Field::req("crlf_lines", COUNT),
+        ]),
+    ),
+    Field::req(
+        "messages",
+        Shape::Obj(&[
+            Field::req("count", COUNT),
+            Field::req(
+                "notifications",
+                Shape::Obj(&[
+                    Field::req("count", COUNT),
+                    Field::req("methods", Shape::Array(&Shape::Str, Some(32))),
+                ]),
+            ),
+            Field::req(
+                "server_requests",
+                Shape::Obj(&[
+                    Field::req("count", COUNT),
+                    Field::opt("unanswered", COUNT),
+                    Field::req(
+                        "requests",
+                        Shape::Array(
+                            &Shape::Obj(&[
+                                Field::req("method", Shape::Str),
+                                Field::req(
+                                    "answer",
+                                    Shape::Enum(&["{}", "-32601", "dropped", "not_answered"]),
+                                ),
+                            ]),
+                            Some(32),
+                        ),
+                    ),
+                ]),
+            ),
+            Field::req("unmatched_replies", COUNT),
+            Field::req("max_line_bytes", COUNT),
+        ]),
+    ),
+    Field::req("stderr", STDERR),
+    Field::req(
+        "timings_ms",
+        Shape::Obj(&[
+            Field::req("first_stdout", MILLIS_OR_NULL),
+            Field::req("discover", MILLIS_OR_NULL),
+            Field::req("initialize", MILLIS_OR_NULL),
+            Field::req("tools_list", MILLIS_OR_NULL),
+            Field::req("call", MILLIS_OR_NULL),
+            Field::req("total", MILLIS),
+        ]),
+    ),
+    Field::req(
+        "teardown",
+        Shape::OrNull(&Shape::Obj(&[
+            Field::req(
+                "ended_by",
+                Shape::Enum(&["exited_before", "stdin_eof", "sigterm", "sigkill", "unkillable"]),
+            ),
+            Field::req("after_ms", MILLIS),
+            Field::req(
+                "exit",
+                Shape::OrNull(&Shape::OneOf(&[
+                    Shape::Obj(&[Field::req("code", Shape::Int(-2_147_483_648, 2_147_483_647))]),
+                    Shape::Obj(&[Field::req("signal", Shape::Int(1, 2_147_483_647))]),
+                ])),
+            ),
+            Field::req(
+                "group_signals",
+                Shape::Array(&Shape::Enum(&["sigterm", "sigkill"]), Some(2)),
+            ),
+            Field::opt(
+                "escapees",
+                Shape::Array(
+                    &Shape::Obj(&[
+                        Field::req("pid", PID),
+                        Field::req("argv", Shape::Array(&Shape::Str, Some(32))),
+                        Field::req("left", Shape::Enum(&["group", "session"])),
+                        Field::req(
+                            "ended",
+                            Shape::Enum(&["exited", "sigterm", "sigkill", "survived"]),
+                        ),
+                    ]),
+                    Some(64),
+                ),
+            ),
+            Field::req("survivors", Shape::Array(&PID, None)),
+        ])),
+    ),
+    Field::req("observation_sha256", SHA256),
+    Field::opt("bound", BOUND),
+];
+
+pub const SPEC: Spec = Spec {
+    name: "probe",
+    fields: FIELDS,
+    identity,
+    observation,
+    rules,
+    diff,
+};
+
+/// What `target.id` digests: the command, folder, variable names, era and version asked
+/// for (not the program's content), so runs of one server compare across hosts.
+pub fn identity(target: &Value) -> Value {
+    json!({
+        "command": target["command"],
+        "cwd": target["cwd"],
+        "env": target["env"],
+        "era": target["era"],
+        "protocol_version": target["protocol_version"],
+    })
+}
+
+/// What `observation_sha256` digests: what was observed, without when or how fast.
+fn observation(b: &Value) -> Value {
+    let tools = &b["tools"];
+    let call = &b["call"];
+    json!({
+        "program_sha256": b["target"]["program_sha256"],
+        "era": b["era"],
+        "protocol_version": b["protocol_version"],
+        "server": b["server"],
+        "capabilities": b["capabilities"],
+        "tools": if tools.is_null() { Value::Null } else { json!({"count": tools["count"], "names": tools["names"]}) },
+        "call": if call.is_null() { Value::Null } else {
+            json!({"tool": call["tool"], "outcome": call["outcome"], "result_sha256": call["result_sha256"]})
+        },
+        "verdict": b["verdict"],
+        "reasons": b["reasons"].as_array().map(|r| r.iter().map(|x| x["code"].clone()).collect::<Vec<_>>()).unwrap_or_default(),
+    })
+}
+
+/// An escapee that survived the teardown is among the survivors.
+fn rules(b: &Value) -> Result<(), (String, String)> {
+    let td = &b["teardown"];
+    let survivors = td["survivors"].as_array().cloned().unwrap_or_default();
+    for (i, e) in td["escapees"].as_array().into_iter().flatten().enumerate() {
+        if e["ended"] == "survived" && !survivors.contains(&e["pid"]) {
+            return Err((
+                format!("teardown.escapees[{i}]"),
+                "survived but its pid is not among teardown.survivors".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn diff(old: &Value, new: &Value, out: &mut Vec<Change>) {
+    server_changes(old, new, out);
+    field_change(out, "verdict", "verdict", &old["verdict"], &new["verdict"]);
+    list_change(
+        out,
+        "tools",
+        &strings(&old["tools"]["names"]),
+        &strings(&new["tools"]["names"]),
+    );
+    let codes = |v: &Value| -> Value {
+        v["reasons"]
+            .as_array()
+            .map(|r| r.iter().map(|x| x["code"].clone()).collect())
+            .unwrap_or_default()
+    };
+    field_change(out, "reasons", "reasons", &codes(old), &codes(new));
+    field_change(out, "era", "era", &old["era"], &new["era"]);
+    field_change(
+        out,
+        "capabilities",
+        "capabilities",
+        &old["capabilities"],
+        &new["capabilities"],
+    );
+    let call = |v: &Value| json!({"tool": v["call"]["tool"], "outcome": v["call"]["outcome"], "result_sha256": v["call"]["result_sha256"]});
+    field_change(out, "call", "call", &call(old), &call(new));
+}

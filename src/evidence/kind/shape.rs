@@ -1,0 +1,246 @@
+//! The shape language kinds describe their fields in, and the walk that holds a block to a
+//! shape. Every object is closed (a member not in its table is refused), as the schema's
+//! `additionalProperties: false` says.
+
+use serde_json::{Value, json};
+
+use crate::evidence::block::BlockError;
+use crate::evidence::canonical::MAX_SAFE_INTEGER;
+
+/// A string with a fixed syntax (the schema states each as a `pattern`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// Lower-case hex of this many bytes.
+    Hex(usize),
+    /// `ed25519:` and 64 lower-case hex digits.
+    PublicKey,
+    /// An RFC 3339 time with milliseconds and a numeric offset (`clock::is_block_stamp`).
+    Stamp,
+    /// A reason code: a lower-case letter, then lower-case letters, digits and `_`.
+    Code,
+    /// An integer too large for a safe JSON number, as decimal text.
+    IntegerText,
+}
+
+impl Syntax {
+    pub fn matches(self, s: &str) -> bool {
+        let b = s.as_bytes();
+        match self {
+            Syntax::Hex(n) => crate::hex::is_lower_hex(s) && s.len() == 2 * n,
+            Syntax::PublicKey => s
+                .strip_prefix("ed25519:")
+                .is_some_and(|h| h.len() == 64 && crate::hex::is_lower_hex(h)),
+            Syntax::Stamp => crate::clock::is_block_stamp(s),
+            Syntax::Code => {
+                b.first().is_some_and(u8::is_ascii_lowercase)
+                    && b.iter()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_')
+            }
+            Syntax::IntegerText => {
+                let digits = s.strip_prefix('-').unwrap_or(s);
+                !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit())
+            }
+        }
+    }
+
+    /// The schema's `pattern` for this syntax.
+    pub fn pattern(self) -> String {
+        match self {
+            Syntax::Hex(n) => format!("^[0-9a-f]{{{}}}$", 2 * n),
+            Syntax::PublicKey => "^ed25519:[0-9a-f]{64}$".into(),
+            Syntax::Stamp => "^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)\\.[0-9]{3}[+-]([01][0-9]|2[0-3]):[0-5][0-9]$".into(),
+            Syntax::Code => "^[a-z][a-z0-9_]*$".into(),
+            Syntax::IntegerText => "^-?[0-9]+$".into(),
+        }
+    }
+
+    fn problem(self) -> String {
+        match self {
+            Syntax::Hex(n) => format!("must be {} lower-case hex digits", 2 * n),
+            Syntax::PublicKey => "must be `ed25519:<64 lower-case hex>`".into(),
+            Syntax::Stamp => "must be an RFC 3339 time with milliseconds and a numeric offset".into(),
+            Syntax::Code => "must be a lower-case code (a-z, 0-9, _)".into(),
+            Syntax::IntegerText => "must be an integer written as decimal text".into(),
+        }
+    }
+}
+
+/// The shape of one JSON value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Any string.
+    Str,
+    /// A string of this syntax.
+    Text(Syntax),
+    /// One of these strings.
+    Enum(&'static [&'static str]),
+    /// An integer from the first to the second bound.
+    Int(i64, i64),
+    Bool,
+    /// JSON as a server sent it: anything a block may hold (the canonical scan has already
+    /// held every number to a safe integer).
+    Foreign,
+    /// An object with exactly these members (those not `required` may be absent).
+    Obj(&'static [Field]),
+    /// An array of items of a shape, with at most this many items when bounded.
+    Array(&'static Shape, Option<usize>),
+    /// This shape or null.
+    OrNull(&'static Shape),
+    /// Exactly one of these shapes.
+    OneOf(&'static [Shape]),
+}
+
+/// One member of an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    pub name: &'static str,
+    pub shape: Shape,
+    /// Absent only in blocks written before the field existed.
+    pub required: bool,
+}
+
+impl Field {
+    pub const fn req(name: &'static str, shape: Shape) -> Field {
+        Field {
+            name,
+            shape,
+            required: true,
+        }
+    }
+
+    pub const fn opt(name: &'static str, shape: Shape) -> Field {
+        Field {
+            name,
+            shape,
+            required: false,
+        }
+    }
+}
+
+const SAFE: i64 = MAX_SAFE_INTEGER as i64;
+/// SHA-256 as 64 lower-case hex digits.
+pub const SHA256: Shape = Shape::Text(Syntax::Hex(32));
+/// A count or size: a non-negative safe integer.
+pub const COUNT: Shape = Shape::Int(0, SAFE);
+/// A duration in whole milliseconds.
+pub const MILLIS: Shape = COUNT;
+/// A list of strings.
+pub const STRINGS: Shape = Shape::Array(&Shape::Str, None);
+
+/// Holds an object to the union of `tables`: each listed member in table order (missing,
+/// then its shape), then any member no table lists.
+pub fn check_object(tables: &[&[Field]], value: &Value, path: &str) -> Result<(), BlockError> {
+    let Some(map) = value.as_object() else {
+        return Err(bad(path, "must be an object".into()));
+    };
+    for field in tables.iter().flat_map(|t| t.iter()) {
+        let at = join(path, field.name);
+        match map.get(field.name) {
+            None if field.required => return Err(BlockError::Field(at, "is missing".into())),
+            None => {}
+            Some(v) => check(&field.shape, v, &at)?,
+        }
+    }
+    for name in map.keys() {
+        if !tables.iter().any(|t| t.iter().any(|f| f.name == name)) {
+            let at = join(path, name);
+            return Err(BlockError::UnknownField(at.chars().take(128).collect()));
+        }
+    }
+    Ok(())
+}
+
+/// Holds one value to a shape.
+pub fn check(shape: &Shape, value: &Value, path: &str) -> Result<(), BlockError> {
+    match (shape, value) {
+        (Shape::Str, Value::String(_)) | (Shape::Bool, Value::Bool(_)) | (Shape::Foreign, _) => Ok(()),
+        (Shape::Str, _) => Err(bad(path, "must be a string".into())),
+        (Shape::Bool, _) => Err(bad(path, "must be true or false".into())),
+        (Shape::Text(syntax), v) => match v.as_str() {
+            Some(s) if syntax.matches(s) => Ok(()),
+            _ => Err(bad(path, syntax.problem())),
+        },
+        (Shape::Enum(words), v) => match v.as_str() {
+            Some(s) if words.contains(&s) => Ok(()),
+            _ => Err(bad(path, format!("must be one of: {}", words.join(", ")))),
+        },
+        (Shape::Int(lo, hi), v) => match v.as_i64() {
+            Some(n) if (*lo..=*hi).contains(&n) => Ok(()),
+            _ => Err(bad(path, format!("must be an integer from {lo} to {hi}"))),
+        },
+        (Shape::Obj(fields), v) => check_object(&[fields], v, path),
+        (Shape::Array(item, max), Value::Array(items)) => {
+            if let Some(max) = max
+                && items.len() > *max
+            {
+                return Err(bad(path, format!("must have at most {max} items")));
+            }
+            for (i, v) in items.iter().enumerate() {
+                check(item, v, &format!("{path}[{i}]"))?;
+            }
+            Ok(())
+        }
+        (Shape::Array(..), _) => Err(bad(path, "must be an array".into())),
+        (Shape::OrNull(_), Value::Null) => Ok(()),
+        (Shape::OrNull(inner), v) => check(inner, v, path),
+        (Shape::OneOf(shapes), v) => {
+            let fits = shapes.iter().filter(|s| check(s, v, path).is_ok()).count();
+            if fits == 1 {
+                Ok(())
+            } else {
+                Err(bad(path, "matches none of its allowed forms".into()))
+            }
+        }
+    }
+}
+
+fn bad(path: &str, problem: String) -> BlockError {
+    BlockError::Field(if path.is_empty() { "$".into() } else { path.into() }, problem)
+}
+
+fn join(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.into()
+    } else {
+        format!("{path}.{name}")
+    }
+}
+
+/// The shape in the normal form the schema test compares: what a JSON Schema for it says,
+/// with descriptions and spelling differences removed.
+pub fn normal(shape: &Shape) -> Value {
+    match shape {
+        Shape::Str => json!({"string": null}),
+        Shape::Text(s) => json!({"string": s.pattern()}),
+        Shape::Enum(words) => {
+            let mut w: Vec<&str> = words.to_vec();
+            w.sort_unstable();
+            json!({"enum": w})
+        }
+        Shape::Int(lo, hi) => json!({"integer": [lo, hi]}),
+        Shape::Bool => json!({"boolean": true}),
+        Shape::Foreign => json!({"foreign": true}),
+        Shape::Obj(fields) => normal_object(&[fields]),
+        Shape::Array(item, max) => json!({"array": normal(item), "maxItems": max}),
+        Shape::OrNull(inner) => json!({"nullable": normal(inner)}),
+        Shape::OneOf(shapes) => {
+            let mut alts: Vec<Value> = shapes.iter().map(normal).collect();
+            alts.sort_by_key(|a| a.to_string());
+            json!({"oneOf": alts})
+        }
+    }
+}
+
+/// An object shape (the union of `tables`) in normal form.
+pub fn normal_object(tables: &[&[Field]]) -> Value {
+    let mut props = serde_json::Map::new();
+    let mut required: Vec<&str> = Vec::new();
+    for f in tables.iter().flat_map(|t| t.iter()) {
+        props.insert(f.name.into(), normal(&f.shape));
+        if f.required {
+            required.push(f.name);
+        }
+    }
+    required.sort_unstable();
+    json!({"object": props, "required": required})
+}
