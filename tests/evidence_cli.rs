@@ -83,8 +83,8 @@ fn an_untouched_file_verifies_and_pins_to_its_key() {
 fn a_flipped_byte_is_caught_at_its_line() {
     let b = four_blocks("flip");
     let mut all = lines(&b);
-    // Flip one hex digit inside the program digest of block 3.
-    let digest = serde_json::from_str::<Value>(&all[2]).unwrap()["target"]["program_sha256"]
+    // Flip one hex digit inside the hash of block 3.
+    let digest = serde_json::from_str::<Value>(&all[2]).unwrap()["hash"]
         .as_str()
         .unwrap()
         .to_string();
@@ -147,6 +147,14 @@ fn an_edited_field_is_caught_even_when_the_line_stays_canonical() {
     v["reasons"] = serde_json::json!([]);
     all[3] = serde_json::to_string(&v).unwrap();
     write_lines(&b, &all);
+    // The verdict is part of the observation: its digest no longer matches.
+    assert_broken_at(&verify(&b, &[]), 4, "digest_mismatch");
+    // Both digests recomputed: the hash no longer matches.
+    let mut body = v.as_object().unwrap().clone();
+    mcp_witness::evidence::kind::BlockKind::Probe.refresh_digests(&mut body);
+    let mut all = lines(&b);
+    all[3] = serde_json::to_string(&body).unwrap();
+    write_lines(&b, &all);
     assert_broken_at(&verify(&b, &[]), 4, "hash_mismatch");
 
     let mut all = lines(&b);
@@ -168,6 +176,7 @@ fn a_file_re_signed_with_another_key_fails_against_the_trusted_key() {
         let v: Value = serde_json::from_str(&line).unwrap();
         let mut body = v.as_object().unwrap().clone();
         body.insert("verdict".into(), "pass".into());
+        mcp_witness::evidence::kind::BlockKind::Probe.refresh_digests(&mut body);
         let link = Link {
             seq: v["seq"].as_u64().unwrap(),
             prev: prev.clone(),

@@ -123,10 +123,14 @@ fn varied_real_blocks_reverify_and_each_tampering_is_caught_at_its_line() {
         );
     };
 
-    // Line 3 (crash) turned from fail into pass: its hash no longer matches.
+    // Line 3 (crash) turned from fail into pass: its observation digest no longer matches.
     let mut t = lines.clone();
     t[2] = replace_once(&t[2], r#""verdict":"fail""#, r#""verdict":"pass""#);
-    broken_at("edited.jsonl", &t, "line 3: hash does not match");
+    broken_at("edited.jsonl", &t, "line 3: observation_sha256 does not match");
+    // A field no digest but the hash covers: the hash no longer matches.
+    let mut t = lines.clone();
+    t[2] = replace_once(&t[2], r#""name":"mcp-witness""#, r#""name":"mcp-witnesz""#);
+    broken_at("edited-tool.jsonl", &t, "line 3: hash does not match");
 
     // One hex digit of line 7's signature changed.
     let mut t = lines.clone();
@@ -180,29 +184,73 @@ fn varied_real_blocks_reverify_and_each_tampering_is_caught_at_its_line() {
     assert!(out.starts_with(&format!("line {n}: torn last line")), "{out}");
 }
 
+/// Keys drawn across the whole Unicode range (every plane; no surrogates, which a Rust
+/// string cannot hold), with the characters where UTF-8 and UTF-16 orders disagree
+/// (U+E000..U+FFFF against astral ones) drawn often.
+fn unicode_keys(count: usize) -> Vec<String> {
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut keys = Vec::new();
+    while keys.len() < count {
+        let len = 1 + (next() % 4) as usize;
+        let key: String = (0..len)
+            .filter_map(|_| {
+                let cp = match next() % 4 {
+                    0 => 0xe000 + (next() % 0x2000) as u32,
+                    1 => 0x10000 + (next() % 0x10_0000) as u32,
+                    2 => 0x20 + (next() % 0x60) as u32,
+                    _ => (next() % 0x11_0000) as u32,
+                };
+                char::from_u32(cp)
+            })
+            .collect();
+        if !key.is_empty() {
+            keys.push(key);
+        }
+    }
+    keys
+}
+
 #[test]
-fn python_canonical_form_is_serde_json_byte_for_byte() {
-    // Every escaping and ordering case a block can hold: control characters, quotes,
-    // backslashes, DEL, non-ASCII up to astral planes (keys too: UTF-8 byte order and code
-    // point order agree, UTF-16 order would not), U+2028/9, BOM, the replacement character.
+fn the_canonical_form_is_rfc_8785_byte_for_byte_as_two_python_implementations_write_it() {
+    // Every escaping case a block can hold (control characters, quotes, backslashes, DEL,
+    // non-ASCII up to astral planes, U+2028/9, BOM, the replacement character), integers at
+    // the safe bounds, and objects whose keys come from across the whole Unicode range.
     let all_low: String = (0u32..0x100).filter_map(char::from_u32).collect();
+    let mut keyed = serde_json::Map::new();
+    for (i, k) in unicode_keys(3000).into_iter().enumerate() {
+        keyed.insert(k, json!(i));
+    }
     let value = json!({
         "z": [all_low, "\u{2028}\u{2029}\u{feff}\u{fffd}é€𝄞😀", "\\\"/"],
-        "\u{ffff}": 1, "\u{10000}": 2, "é": 3, "Z": 4, "a b": 5, "": 6,
+        "\u{ffff}": 1, "\u{10000}": 2, "\u{e000}": 7, "😀": 8, "é": 3, "Z": 4, "a b": 5, "": 6,
         "ints": [0, -1, 9007199254740991i64, -9007199254740991i64, i32::MIN],
         "nested": {"b": {}, "a": [[], {}, null, true, false]},
+        "keys": keyed,
     });
     let dir = TempDir::new("canonical");
     let path = dir.join("value.json");
-    std::fs::write(&path, mcp_witness::evidence::canonical::to_bytes(&value)).unwrap();
+    let ours = mcp_witness::evidence::canonical::to_bytes(&value);
+    std::fs::write(&path, &ours).unwrap();
+    // The UTF-8 byte order would differ here: the test is not vacuous.
+    assert_ne!(serde_json::to_vec(&value).unwrap(), ours);
     let script = r#"
-import sys
+import sys, json
 sys.path.insert(0, sys.argv[1])
+import rfc8785
 from reverify import canonical
-import json
 raw = open(sys.argv[2], "rb").read()
-mine = canonical(json.loads(raw))
-sys.exit(0 if mine == raw else f"python: {mine!r}\nserde:  {raw!r}")
+value = json.loads(raw)
+jcs = rfc8785.dumps(value)
+if jcs != raw:
+    sys.exit(f"rfc8785 differs at byte {next(i for i, (a, b) in enumerate(zip(jcs, raw)) if a != b)}")
+if canonical(value) != raw:
+    sys.exit("reverify.canonical differs")
 "#;
     let out = Command::new(verifier_python())
         .args(["-c", script])
@@ -211,4 +259,6 @@ sys.exit(0 if mine == raw else f"python: {mine!r}\nserde:  {raw!r}")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // And verify's scanner takes exactly that form as canonical.
+    assert!(mcp_witness::evidence::canonical_scan::scan(&ours).is_ok());
 }

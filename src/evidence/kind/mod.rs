@@ -78,6 +78,17 @@ impl BlockKind {
         sha256_hex(&(self.spec().observation)(fields))
     }
 
+    /// Sets `target.id` and `observation_sha256` of a body to what its fields make them
+    /// (for a body built or edited field by field).
+    pub fn refresh_digests(self, body: &mut serde_json::Map<String, Value>) {
+        if let Some(target) = body.get_mut("target").filter(|t| t.is_object()) {
+            let id = self.target_id(target);
+            target["id"] = id.into();
+        }
+        let observation = self.observation_sha256(&Value::Object(body.clone()));
+        body.insert("observation_sha256".into(), observation.into());
+    }
+
     /// Checks a block of this kind beyond its envelope's syntax: the shape of every field,
     /// nested ones included (envelope first, then the kind's fields, each in table order),
     /// then `target.id`, then `observation_sha256`, then the kind's own rules.
