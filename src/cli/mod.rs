@@ -41,7 +41,7 @@ pub const EXIT_USAGE: u8 = 2;
     name = "mcp-witness",
     version,
     about = "Probe stdio MCP servers and keep signed, hash-chained evidence of what they did",
-    after_help = "Exit codes:\n  probe:  0 pass, 1 fail, 3 inconclusive (the server stayed silent), 2 usage error or evidence not written\n  check:  0 no failures, 1 findings, 2 could not run\n  verify: 0 intact, 1 broken or untrusted, 2 usage error or unreadable file\n  diff:   0 unchanged, 1 changed, 2 usage error or too few blocks\n  drive, analyze: 0 every domain compliant, 1 not compliant or incomplete, 2 usage error"
+    after_help = "Exit codes:\n  probe:  0 pass, 1 fail, 3 inconclusive (the server stayed silent), 2 usage error or evidence not written\n  check:  0 no failures, 1 findings, 2 could not run\n  verify: 0 intact, 1 broken or untrusted, 2 usage error or unreadable file\n  diff:   0 unchanged or baseline, 1 changed, 2 could not run\n  drive, analyze: 0 every domain compliant, 1 not compliant or incomplete, 2 usage error"
 )]
 pub struct Cli {
     #[command(subcommand)]

@@ -5,6 +5,7 @@ pub mod append;
 pub mod block;
 pub mod canonical;
 pub mod canonical_scan;
+pub mod id;
 pub mod keys;
 pub mod kind;
 pub mod repair;
