@@ -742,3 +742,27 @@ fn verify_head_takes_a_unique_prefix_of_at_least_eight_hex_digits() {
     let run = verify(&b, &["--head", &head[..12]]);
     assert_broken_at(&run, 3, "head_missing");
 }
+
+#[test]
+fn a_serve_log_gets_its_own_suffix_and_verify_says_what_it_is() {
+    use std::process::{Command, Stdio};
+    let b = Bench::new("serve-log");
+    let mut child = Command::new(WITNESS)
+        .arg("serve")
+        .current_dir(b.dir.path())
+        .env_remove("MCP_WITNESS_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":1,"method":"ping"}}"#).unwrap();
+    drop(stdin);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let log = b.dir.join("mcp-witness-serve.log.jsonl");
+    assert!(log.exists(), "the default serve log is *.log.jsonl");
+    let run = b.run(&["verify", log.to_str().unwrap()]);
+    assert_broken_at(&run, 1, "serve_log_line");
+    assert!(run.stdout.contains("`mcp-witness serve` log"), "{}", run.stdout);
+    assert!(run.stdout.contains("mcp-witness analyze"), "{}", run.stdout);
+}

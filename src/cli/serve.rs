@@ -10,7 +10,7 @@ use crate::kit::serve;
 /// how a client handles `notifications/{tools,resources,prompts}/list_changed`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Log path: --log, else $MCP_WITNESS_LOG, else ./mcp-witness-serve.jsonl (appended to).\nExit codes: 0 on stdin end of file, 2 if the log cannot be opened."
+    after_help = "Log path: --log, else $MCP_WITNESS_LOG, else ./mcp-witness-serve.log.jsonl (appended to).\nExit codes: 0 on stdin end of file, 2 if the log cannot be opened."
 )]
 pub struct ServeArgs {
     /// The JSON-lines log to append to.

@@ -103,6 +103,8 @@ pub enum BlockError {
     /// Not byte-for-byte its canonical form: the offset and what was found there.
     NotCanonical(usize, &'static str),
     Unfit(String),
+    /// A line of an `mcp-witness serve` log (`ts`, `dir`, `msg` or `raw`), not a block.
+    ServeLog,
     /// A field (its path, e.g. `tools.count`) and what is wrong with it.
     Field(String, String),
     UnknownField(String),
@@ -125,6 +127,7 @@ impl BlockError {
             BlockError::NotObject => "not_object",
             BlockError::NotCanonical(..) => "not_canonical",
             BlockError::Unfit(_) => "non_integer_number",
+            BlockError::ServeLog => "serve_log_line",
             BlockError::Field(..) => "bad_field",
             BlockError::UnknownField(_) => "unknown_field",
             BlockError::UnknownFormat(_) => "unknown_format",
@@ -147,6 +150,10 @@ impl fmt::Display for BlockError {
                 "not in canonical form ({what} at byte {at}): the line was edited or re-encoded"
             ),
             BlockError::Unfit(path) => write!(f, "number at {path} is not a safe integer"),
+            BlockError::ServeLog => write!(
+                f,
+                "this is a line of an `mcp-witness serve` log (ts, dir, msg), not an evidence block: read serve logs with `mcp-witness analyze`, and keep them apart from evidence (serve writes *.log.jsonl)"
+            ),
             BlockError::Field(name, problem) => write!(f, "field `{name}` {problem}"),
             BlockError::UnknownField(name) => write!(f, "field `{name}` is not part of this block kind"),
             BlockError::UnknownFormat(v) => write!(
@@ -241,6 +248,9 @@ fn check(line: &[u8], cache: &mut KeyCache, signature: bool) -> Result<Checked, 
         Err(e) => return Err(classify_noncanonical(line, e)),
     };
     let get = |name: &str| scanned.get(line, name);
+    if is_serve_log_entry(scanned.members.iter().map(|m| m.key.as_ref())) {
+        return Err(BlockError::ServeLog);
+    }
 
     let format = text(get("format"), "format")?;
     if !kind::FORMATS.contains(&format.as_ref()) {
@@ -288,6 +298,13 @@ fn check(line: &[u8], cache: &mut KeyCache, signature: bool) -> Result<Checked, 
         target_id: value["target"]["id"].as_str().unwrap_or_default().to_string(),
         observation_sha256: value["observation_sha256"].as_str().map(str::to_string),
     })
+}
+
+/// Whether an object's keys are those of a serve log entry: `dir`, `ts`, and `msg` or `raw`.
+fn is_serve_log_entry<'k>(keys: impl Iterator<Item = &'k [u8]>) -> bool {
+    let mut keys: Vec<&[u8]> = keys.collect();
+    keys.sort_unstable();
+    keys == [&b"dir"[..], b"msg", b"ts"] || keys == [&b"dir"[..], b"raw", b"ts"]
 }
 
 /// A canonical string value's text (borrowed when it has no escapes).
@@ -381,6 +398,7 @@ fn classify_noncanonical(line: &[u8], e: canonical_scan::NonCanonical) -> BlockE
     match serde_json::from_slice::<Value>(line) {
         Err(err) => BlockError::NotJson(err.to_string()),
         Ok(v) if !v.is_object() => BlockError::NotObject,
+        Ok(Value::Object(m)) if is_serve_log_entry(m.keys().map(|k| k.as_bytes())) => BlockError::ServeLog,
         Ok(v) => match canonical::check_fit(&v) {
             Err(canonical::Unfit::Number(path)) => BlockError::Unfit(path),
             Ok(()) => BlockError::NotCanonical(e.offset, e.what),
@@ -529,6 +547,19 @@ pub(crate) mod tests {
             reseal(&|b| drop(b.insert("observed_at".into(), "2026-12-02T10:00:00Z".into()))).code(),
             "bad_field"
         );
+    }
+
+    #[test]
+    fn a_serve_log_line_is_named_as_one() {
+        let entry = br#"{"dir":"in","msg":{"id":0,"jsonrpc":"2.0","method":"initialize"},"ts":"2026-12-02T18:07:21.326+00:00"}"#;
+        let err = check_line(entry).unwrap_err();
+        assert_eq!(err, BlockError::ServeLog);
+        assert!(err.to_string().contains("`mcp-witness serve` log"), "{err}");
+        // Not canonical (a float, spacing) and still recognised.
+        let spaced = br#"{"ts": "t", "dir": "out", "raw": "x", "n": 1}"#;
+        assert_ne!(check_line(spaced).unwrap_err(), BlockError::ServeLog);
+        let float = br#"{"ts":"t","dir":"out","msg":{"x":1.5}}"#;
+        assert_eq!(check_line(float).unwrap_err(), BlockError::ServeLog);
     }
 
     #[test]
