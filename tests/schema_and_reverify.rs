@@ -261,6 +261,19 @@ if canonical(value) != raw:
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // And verify's scanner takes exactly that form as canonical.
     assert!(mcp_witness::evidence::canonical_scan::scan(&ours).is_ok());
+
+    // Numbers a block never holds but a digest of foreign JSON (a tool result) may: JCS
+    // writes them as ECMAScript does. (Python reads `100000000000000000000` as an int, which
+    // rfc8785 refuses; JCS reads every number as a double, so read them as floats.)
+    let floats = json!({"f": [1.5, 1e21, 1e20, 1e-7, 0.000001, 0.1, 5e-324, 1.7976931348623157e308,
+                              123.456e-10, -2.5e-5, 1.0, -0.0, 333333333.3333333, 4.35]});
+    std::fs::write(&path, mcp_witness::evidence::canonical::to_bytes(&floats)).unwrap();
+    let out = Command::new(verifier_python())
+        .args(["-c", "import sys, json, rfc8785; raw = open(sys.argv[1], 'rb').read(); sys.exit(0 if rfc8785.dumps(json.loads(raw, parse_int=float)) == raw else f'rfc8785: {rfc8785.dumps(json.loads(raw, parse_int=float))!r}, ours: {raw!r}')"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// A block body of `kind`: every field as `block`, minus the chain fields sealing adds.

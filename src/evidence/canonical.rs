@@ -59,11 +59,58 @@ fn write(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
-/// A string, number, boolean or null: serde_json's compact form, which for strings and
-/// integers is the JCS form.
+/// A string, number, boolean or null in its JCS form: serde_json's compact form for strings
+/// and safe integers (the same as JCS), `jcs_number` for every other number.
 fn write_leaf(value: &Value, out: &mut Vec<u8>) {
+    if let Value::Number(n) = value {
+        let safe = n.as_i64().is_some_and(|i| i.unsigned_abs() <= MAX_SAFE_INTEGER)
+            || n.as_u64().is_some_and(|u| u <= MAX_SAFE_INTEGER);
+        if !safe {
+            // JCS reads every number as an IEEE-754 double (a block never holds one of
+            // these; digests of foreign JSON, like a tool result's, can).
+            out.extend_from_slice(jcs_number(n.as_f64().unwrap_or(0.0)).as_bytes());
+            return;
+        }
+    }
     // Writing into a Vec cannot fail, and a leaf holds no map keys to fail on.
     let _ = serde_json::to_writer(&mut *out, value);
+}
+
+/// A double as ECMAScript's `Number.prototype.toString` writes it, which JCS (RFC 8785
+/// section 3.2.2.3) prescribes: the shortest digits that read back as the same double, in
+/// plain notation from 1e-6 up to 1e21, else in exponent notation.
+pub fn jcs_number(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        // -0 is written 0; JSON holds no NaN or infinity.
+        return "0".into();
+    }
+    // Rust's `{:e}` writes the shortest round-trip digits: `d.ddddde±x`.
+    let sci = format!("{:e}", x.abs());
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let k = digits.len() as i32;
+    let n = exp.parse::<i32>().unwrap_or(0) + 1;
+    let sign = if x < 0.0 { "-" } else { "" };
+    let body = if k <= n && n <= 21 {
+        format!("{digits}{}", "0".repeat((n - k) as usize))
+    } else if 0 < n && n <= 21 {
+        format!("{}.{}", &digits[..n as usize], &digits[n as usize..])
+    } else if -6 < n && n <= 0 {
+        format!("0.{}{digits}", "0".repeat((-n) as usize))
+    } else {
+        let e = n - 1;
+        let e = if e < 0 {
+            format!("-{}", -e)
+        } else {
+            format!("+{e}")
+        };
+        if k == 1 {
+            format!("{digits}e{e}")
+        } else {
+            format!("{}.{}e{e}", &digits[..1], &digits[1..])
+        }
+    };
+    format!("{sign}{body}")
 }
 
 /// Why a value is not allowed in a block.
@@ -174,6 +221,32 @@ mod tests {
         // serde_json's own order (UTF-8 bytes) puts the supplementary characters last.
         let serde = serde_json::to_string(&v).unwrap();
         assert!(serde.ends_with("\"\u{1f600}\":2}"), "{serde}");
+    }
+
+    #[test]
+    fn numbers_that_are_not_safe_integers_are_written_as_ecmascript_writes_them() {
+        // Examples from RFC 8785 appendix B and ECMAScript's Number.prototype.toString.
+        for (x, text) in [
+            (1.5, "1.5"),
+            (-0.0, "0"),
+            (1e21, "1e+21"),
+            (1e20, "100000000000000000000"),
+            (1e-7, "1e-7"),
+            (0.000001, "0.000001"),
+            (123.456e-10, "1.23456e-8"),
+            (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (9007199254740994.0, "9007199254740994"),
+            (-1.0, "-1"),
+            (0.1, "0.1"),
+            (295147905179352830000.0, "295147905179352830000"),
+        ] {
+            assert_eq!(jcs_number(x), text, "{x:e}");
+        }
+        assert_eq!(
+            to_bytes(&json!([1.0, 2.5, 18446744073709551615u64])),
+            b"[1,2.5,18446744073709552000]"
+        );
     }
 
     #[test]
