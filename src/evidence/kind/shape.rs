@@ -244,3 +244,62 @@ pub fn normal_object(tables: &[&[Field]]) -> Value {
     required.sort_unstable();
     json!({"object": props, "required": required})
 }
+
+/// The shape in the README's notation: `string`, `count` (an integer 0..2^53−1), `int a..b`,
+/// `bool`, `json` (foreign JSON), `sha256` (64 hex digits), `hexN` (N hex digits), `stamp`,
+/// `code`, `"a"|"b"` (one of these strings), `X|null`, `[X]` (`[X; ≤n]`: at most n items),
+/// `{a: X, b?: Y}` (exactly these members; `?`: absent in blocks written before it existed),
+/// `(X) or (Y)` (exactly one of).
+pub fn describe(shape: &Shape) -> String {
+    match shape {
+        Shape::Str => "string".into(),
+        Shape::Text(Syntax::Hex(32)) => "sha256".into(),
+        Shape::Text(Syntax::Hex(n)) => format!("hex{}", 2 * n),
+        Shape::Text(Syntax::PublicKey) => "ed25519:<64 hex>".into(),
+        Shape::Text(Syntax::Stamp) => "stamp".into(),
+        Shape::Text(Syntax::Code) => "code".into(),
+        Shape::Text(Syntax::IntegerText) => "\"<decimal integer>\"".into(),
+        Shape::Enum(words) => words
+            .iter()
+            .map(|w| format!("\"{w}\""))
+            .collect::<Vec<_>>()
+            .join("|"),
+        Shape::Int(0, hi) if *hi == SAFE => "count".into(),
+        Shape::Int(lo, hi) => format!("int {lo}..{hi}"),
+        Shape::Bool => "bool".into(),
+        Shape::Foreign => "json".into(),
+        Shape::Obj(fields) => describe_object(fields),
+        Shape::Array(item, None) => format!("[{}]", describe(item)),
+        Shape::Array(item, Some(n)) => format!("[{}; ≤{n}]", describe(item)),
+        Shape::OrNull(inner @ Shape::OneOf(_)) => format!("{} or null", describe(inner)),
+        Shape::OrNull(inner) => format!("{}|null", describe(inner)),
+        Shape::OneOf(shapes) => shapes
+            .iter()
+            .map(|s| format!("({})", describe(s)))
+            .collect::<Vec<_>>()
+            .join(" or "),
+    }
+}
+
+/// An object's members in the README's notation, in table order.
+pub fn describe_object(fields: &[Field]) -> String {
+    let members: Vec<String> = fields
+        .iter()
+        .map(|f| {
+            let opt = if f.required { "" } else { "?" };
+            format!("{}{opt}: {}", f.name, describe(&f.shape))
+        })
+        .collect();
+    format!("{{{}}}", members.join(", "))
+}
+
+/// A table of fields as the README lists them: one `- `name`: shape` line each.
+pub fn describe_fields(fields: &[Field]) -> String {
+    fields
+        .iter()
+        .map(|f| {
+            let opt = if f.required { "" } else { "?" };
+            format!("- `{}{opt}`: `{}`\n", f.name, describe(&f.shape))
+        })
+        .collect()
+}

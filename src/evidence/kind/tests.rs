@@ -217,3 +217,19 @@ fn the_shape_walk_refuses_what_the_schema_refuses() {
     assert!(!ok(json!({"l": []})));
     assert_eq!(normal(&S)["required"], json!(["l", "n"]));
 }
+
+#[test]
+fn the_readme_lists_every_kind_s_fields_as_verify_holds_them() {
+    use super::shape::describe_fields;
+    let readme = include_str!("../../../README.md");
+    let mut tables = vec![("envelope", describe_fields(ENVELOPE))];
+    for kind in BlockKind::ALL {
+        tables.push((kind.name(), describe_fields(kind.spec().fields)));
+    }
+    let missing: Vec<String> = tables
+        .into_iter()
+        .filter(|(_, table)| !readme.contains(table.as_str()))
+        .map(|(name, table)| format!("README.md must list the {name} fields exactly as:\n{table}"))
+        .collect();
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
