@@ -121,3 +121,48 @@ fn diff(old: &Value, new: &Value, out: &mut Vec<Change>) {
         &new["could_not_run"],
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::kind::BlockKind;
+
+    fn block(results: &[(&str, &str)]) -> Value {
+        let mut counts = json!({"pass": 0, "warn": 0, "fail": 0, "skip": 0});
+        for (_, s) in results {
+            counts[*s] = (counts[*s].as_u64().unwrap() + 1).into();
+        }
+        json!({
+            "target": {"program_sha256": null}, "era": "legacy", "protocol_version": null, "server": null,
+            "results": results.iter().map(|(id, s)| json!({"id": id, "status": s, "message": ""})).collect::<Vec<_>>(),
+            "counts": counts, "could_not_run": null,
+        })
+    }
+
+    #[test]
+    fn diff_names_each_result_that_changed_appeared_or_went() {
+        let old = block(&[("a", "pass"), ("b", "warn")]);
+        let new = block(&[("a", "fail"), ("c", "pass")]);
+        let texts: Vec<String> = BlockKind::Check
+            .diff(&old, &new)
+            .iter()
+            .map(Change::text)
+            .collect();
+        assert_eq!(
+            texts,
+            ["a: pass -> fail", "c: new (pass)", "b: no longer run (was warn)"]
+        );
+        assert_ne!(
+            BlockKind::Check.observation_sha256(&old),
+            BlockKind::Check.observation_sha256(&new)
+        );
+    }
+
+    #[test]
+    fn counts_must_count_the_results() {
+        let mut b = block(&[("a", "pass")]);
+        assert!(rules(&b).is_ok());
+        b["counts"]["pass"] = 2.into();
+        assert_eq!(rules(&b).unwrap_err().0, "counts.pass");
+    }
+}

@@ -139,3 +139,45 @@ fn diff(old: &Value, new: &Value, out: &mut Vec<Change>) {
     };
     field_change(out, "answers", "domains.answers", &answers(old), &answers(new));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::kind::BlockKind;
+
+    fn block(version: &str, verdict: &str) -> Value {
+        let client = json!({"name": "c", "version": version});
+        json!({
+            "target": {"client": client}, "client": client, "verdict": verdict,
+            "domains": [{"domain": "tools", "verdict": verdict, "answers": []}],
+        })
+    }
+
+    #[test]
+    fn two_different_client_blocks_are_never_unchanged() {
+        let a = block("1", "compliant");
+        let b = block("1", "incomplete");
+        let texts: Vec<String> = BlockKind::Client.diff(&a, &b).iter().map(Change::text).collect();
+        assert_eq!(
+            texts,
+            [
+                r#"verdict: "compliant" -> "incomplete""#,
+                "tools: compliant -> incomplete"
+            ]
+        );
+        let c = block("2", "compliant");
+        assert_ne!(
+            BlockKind::Client.target_id(&a["target"]),
+            BlockKind::Client.target_id(&c["target"])
+        );
+        assert!(BlockKind::Client.diff(&a, &a).is_empty());
+    }
+
+    #[test]
+    fn the_target_names_the_block_s_client() {
+        let mut b = block("1", "compliant");
+        assert!(rules(&b).is_ok());
+        b["target"]["client"]["name"] = "other".into();
+        assert_eq!(rules(&b).unwrap_err().0, "target.client");
+    }
+}

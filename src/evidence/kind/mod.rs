@@ -46,7 +46,7 @@ impl BlockKind {
     /// The only list of kinds.
     pub const ALL: [BlockKind; 3] = [BlockKind::Probe, BlockKind::Check, BlockKind::Client];
 
-    pub fn spec(self) -> &'static Spec {
+    pub const fn spec(self) -> &'static Spec {
         match self {
             BlockKind::Probe => &probe::SPEC,
             BlockKind::Check => &check::SPEC,
@@ -64,7 +64,7 @@ impl BlockKind {
 
     /// "probe, check, client": for messages.
     pub fn names() -> String {
-        Self::ALL.map(BlockKind::name).join(", ")
+        NAMES.join(", ")
     }
 
     /// `target.id` for a block of this kind with this `target` object.
@@ -127,13 +127,24 @@ pub fn sha256_hex(value: &Value) -> String {
     crate::hex::encode(&Sha256::digest(canonical::to_bytes(value)))
 }
 
+/// The kind names, in `BlockKind::ALL` order (derived from it, not a second list).
+pub const NAMES: [&str; BlockKind::ALL.len()] = {
+    let mut names = [""; BlockKind::ALL.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = BlockKind::ALL[i].spec().name;
+        i += 1;
+    }
+    names
+};
+
 /// The `format` values a block may carry.
 pub const FORMATS: &[&str] = &[super::block::FORMAT];
 
 /// Fields every block has, in the order verify checks them (`target` is each kind's own).
 pub const ENVELOPE: &[Field] = &[
     Field::req("format", Shape::Enum(FORMATS)),
-    Field::req("kind", Shape::Enum(&["probe", "check", "client"])),
+    Field::req("kind", Shape::Enum(&NAMES)),
     Field::req("seq", Shape::Int(1, canonical::MAX_SAFE_INTEGER as i64)),
     Field::req("prev", shape::SHA256),
     Field::req("file_id", Shape::Text(Syntax::Hex(16))),

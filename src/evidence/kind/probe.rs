@@ -303,3 +303,67 @@ fn diff(old: &Value, new: &Value, out: &mut Vec<Change>) {
     let call = |v: &Value| json!({"tool": v["call"]["tool"], "outcome": v["call"]["outcome"], "result_sha256": v["call"]["result_sha256"]});
     field_change(out, "call", "call", &call(old), &call(new));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::kind::BlockKind;
+
+    fn block(names: &[&str], verdict: &str, total: u64, program: &str) -> Value {
+        json!({
+            "target": {"command": ["srv"], "cwd": "/", "env": [], "era": "legacy",
+                       "protocol_version": null, "program_sha256": program},
+            "era": "legacy", "protocol_version": "2025-11-25", "server": {"name": "s", "version": "1"},
+            "capabilities": {}, "tools": {"count": names.len(), "names": names, "pages": 1, "names_complete": true},
+            "call": null, "verdict": verdict, "reasons": [], "timings_ms": {"total": total},
+        })
+    }
+
+    #[test]
+    fn the_target_id_ignores_the_program_and_the_observation_ignores_timings() {
+        let a = block(&["x"], "pass", 1, "aa");
+        let b = block(&["x"], "pass", 999, "bb");
+        assert_eq!(
+            BlockKind::Probe.target_id(&a["target"]),
+            BlockKind::Probe.target_id(&b["target"])
+        );
+        assert_ne!(
+            BlockKind::Probe.observation_sha256(&a),
+            BlockKind::Probe.observation_sha256(&b),
+            "another program is another observation"
+        );
+        let c = block(&["x"], "pass", 999, "aa");
+        assert_eq!(
+            BlockKind::Probe.observation_sha256(&a),
+            BlockKind::Probe.observation_sha256(&c)
+        );
+    }
+
+    #[test]
+    fn diff_names_tools_added_and_removed_and_the_verdict() {
+        let old = block(&["a", "b"], "pass", 1, "aa");
+        let new = block(&["b", "c"], "fail", 1, "aa");
+        let texts: Vec<String> = BlockKind::Probe
+            .diff(&old, &new)
+            .iter()
+            .map(Change::text)
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                r#"verdict: "pass" -> "fail""#,
+                "tools added: c",
+                "tools removed: a"
+            ]
+        );
+        assert!(BlockKind::Probe.diff(&old, &old).is_empty());
+    }
+
+    #[test]
+    fn a_surviving_escapee_must_be_among_the_survivors() {
+        let mut b = json!({"teardown": {"escapees": [{"pid": 7, "ended": "survived"}], "survivors": []}});
+        assert!(rules(&b).is_err());
+        b["teardown"]["survivors"] = json!([7]);
+        assert!(rules(&b).is_ok());
+    }
+}
