@@ -214,11 +214,9 @@ impl Change {
     pub fn text(&self) -> String {
         let names = |items: &[String]| items.iter().map(|s| inert(s)).collect::<Vec<_>>().join(", ");
         match self {
-            Change::Field { label, from, to, .. } => format!(
-                "{label}: {} -> {}",
-                inert(&from.to_string()),
-                inert(&to.to_string())
-            ),
+            Change::Field { label, from, to, .. } => {
+                format!("{label}: {} -> {}", bounded(from), bounded(to))
+            }
             Change::Added { list, items } => format!("{list} added: {}", names(items)),
             Change::Removed { list, items } => format!("{list} removed: {}", names(items)),
             Change::Item { list, id, from, to } => match (from, to) {
@@ -232,6 +230,15 @@ impl Change {
             },
         }
     }
+}
+
+/// A value as one bounded, inert line of text (`--json` keeps it whole).
+fn bounded(v: &Value) -> String {
+    const MAX: usize = 200;
+    let text = v.to_string();
+    let cut: String = text.chars().take(MAX).collect();
+    let more = if cut.len() < text.len() { "…" } else { "" };
+    format!("{}{more}", inert(&cut))
 }
 
 /// A field's change, when it differs.

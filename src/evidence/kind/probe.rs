@@ -360,6 +360,21 @@ mod tests {
     }
 
     #[test]
+    fn a_long_changed_value_is_cut_in_text_and_kept_whole_in_json() {
+        let mut old = block(&["a"], "pass", 1, "aa");
+        let mut new = old.clone();
+        old["capabilities"] = json!({"x": "y".repeat(1000)});
+        new["capabilities"] = json!({});
+        let changes = BlockKind::Probe.diff(&old, &new);
+        let text = changes[0].text();
+        assert!(
+            text.starts_with("capabilities: ") && text.chars().count() < 260,
+            "{text}"
+        );
+        assert_eq!(changes[0].to_json()["from"], old["capabilities"]);
+    }
+
+    #[test]
     fn a_surviving_escapee_must_be_among_the_survivors() {
         let mut b = json!({"teardown": {"escapees": [{"pid": 7, "ended": "survived"}], "survivors": []}});
         assert!(rules(&b).is_err());
