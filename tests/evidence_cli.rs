@@ -766,3 +766,24 @@ fn a_serve_log_gets_its_own_suffix_and_verify_says_what_it_is() {
     assert!(run.stdout.contains("`mcp-witness serve` log"), "{}", run.stdout);
     assert!(run.stdout.contains("mcp-witness analyze"), "{}", run.stdout);
 }
+
+#[test]
+fn a_small_order_key_is_refused_in_trust_values_trust_files_and_blocks() {
+    // The identity point: an ordinary Ed25519 library accepts forged signatures under it.
+    let weak = format!("ed25519:01{}", "00".repeat(31));
+    let b = four_blocks("weak-key");
+    let run = verify(&b, &["--trust", &weak]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("small-order (weak)"), "{}", run.stderr);
+    let trust = b.dir.join("trust.txt");
+    fs::write(&trust, format!("# pinned\n{}\n\n{weak}\n", b.public_key())).unwrap();
+    let run = verify(&b, &["--trust", trust.to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("small-order (weak)"), "{}", run.stderr);
+
+    let mut all = lines(&b);
+    let key = b.public_key();
+    all[1] = all[1].replace(&key, &weak);
+    write_lines(&b, &all);
+    assert_broken_at(&verify(&b, &[]), 2, "weak_key");
+}
