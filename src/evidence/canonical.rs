@@ -32,16 +32,19 @@ pub fn key_order(a: &str, b: &str) -> std::cmp::Ordering {
 fn write(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
-            let mut members: Vec<(&String, &Value)> = map.iter().collect();
-            members.sort_by(|x, y| key_order(x.0, y.0));
             out.push(b'{');
-            for (i, (k, v)) in members.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
+            // serde_json's map iterates in UTF-8 byte order, which is JCS order for ASCII
+            // keys (a unit test pins that the map is sorted); only other keys need sorting.
+            if map.keys().all(|k| k.is_ascii()) {
+                for (i, (k, v)) in map.iter().enumerate() {
+                    member(i, k, v, out);
                 }
-                write_leaf(&Value::String(k.clone()), out);
-                out.push(b':');
-                write(v, out);
+            } else {
+                let mut members: Vec<(&String, &Value)> = map.iter().collect();
+                members.sort_by(|x, y| key_order(x.0, y.0));
+                for (i, (k, v)) in members.into_iter().enumerate() {
+                    member(i, k, v, out);
+                }
             }
             out.push(b'}');
         }
@@ -57,6 +60,16 @@ fn write(value: &Value, out: &mut Vec<u8>) {
         }
         leaf => write_leaf(leaf, out),
     }
+}
+
+fn member(i: usize, key: &str, value: &Value, out: &mut Vec<u8>) {
+    if i > 0 {
+        out.push(b',');
+    }
+    // Writing a string into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, key);
+    out.push(b':');
+    write(value, out);
 }
 
 /// A string, number, boolean or null in its JCS form: serde_json's compact form for strings
@@ -253,6 +266,14 @@ mod tests {
     fn ascii_keyed_values_are_written_as_serde_json_writes_them() {
         let v = json!({"b": [1, -2, "x\u{1}\n\"é"], "a": {"d": null, "c": true}, "A": 9007199254740991u64});
         assert_eq!(to_bytes(&v), serde_json::to_vec(&v).unwrap());
+    }
+
+    #[test]
+    fn serde_json_maps_iterate_in_byte_order() {
+        // The writer relies on this for ASCII keys (the `preserve_order` feature would break it).
+        let v = json!({"b": 1, "a": 2, "B": 3, "_": 4});
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["B", "_", "a", "b"]);
     }
 
     #[test]

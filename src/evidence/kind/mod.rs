@@ -94,7 +94,7 @@ impl BlockKind {
     /// then `target.id`, then `observation_sha256`, then the kind's own rules.
     pub fn check(self, block: &Value) -> Result<(), BlockError> {
         let spec = self.spec();
-        shape::check_object(&[ENVELOPE, spec.fields], block, "")?;
+        shape::check_object(&[ENVELOPE, spec.fields], block, shape::At::Top)?;
         let target = &block["target"];
         if target["id"].as_str() != Some(self.target_id(target).as_str()) {
             return Err(BlockError::Digest("target.id"));

@@ -127,83 +127,103 @@ pub const MILLIS: Shape = COUNT;
 /// A list of strings.
 pub const STRINGS: Shape = Shape::Array(&Shape::Str, None);
 
-/// Holds an object to the union of `tables`: each listed member in table order (missing,
-/// then its shape), then any member no table lists.
-pub fn check_object(tables: &[&[Field]], value: &Value, path: &str) -> Result<(), BlockError> {
-    let Some(map) = value.as_object() else {
-        return Err(bad(path, "must be an object".into()));
-    };
-    for field in tables.iter().flat_map(|t| t.iter()) {
-        let at = join(path, field.name);
-        match map.get(field.name) {
-            None if field.required => return Err(BlockError::Field(at, "is missing".into())),
-            None => {}
-            Some(v) => check(&field.shape, v, &at)?,
+/// Where a value is in a block, built on the stack as the walk descends and written out
+/// only for an error (a walk that finds nothing wrong allocates nothing).
+#[derive(Clone, Copy)]
+pub enum At<'a> {
+    Top,
+    Member(&'a At<'a>, &'a str),
+    Item(&'a At<'a>, usize),
+}
+
+impl At<'_> {
+    /// `tools.count`, `teardown.escapees[0].pid`; `$` for the block itself.
+    pub fn render(&self) -> String {
+        match self {
+            At::Top => "$".into(),
+            At::Member(At::Top, name) => (*name).chars().take(128).collect(),
+            At::Member(parent, name) => {
+                format!("{}.{}", parent.render(), name.chars().take(128).collect::<String>())
+            }
+            At::Item(parent, i) => format!("{}[{i}]", parent.render()),
         }
     }
-    for name in map.keys() {
-        if !tables.iter().any(|t| t.iter().any(|f| f.name == name)) {
-            let at = join(path, name);
-            return Err(BlockError::UnknownField(at.chars().take(128).collect()));
+}
+
+/// Holds an object to the union of `tables`: each listed member in table order (missing,
+/// then its shape), then any member no table lists.
+pub fn check_object(tables: &[&[Field]], value: &Value, at: At<'_>) -> Result<(), BlockError> {
+    let Some(map) = value.as_object() else {
+        return Err(bad(at, "must be an object".into()));
+    };
+    let mut found = 0usize;
+    for field in tables.iter().flat_map(|t| t.iter()) {
+        let here = At::Member(&at, field.name);
+        match map.get(field.name) {
+            None if field.required => return Err(BlockError::Field(here.render(), "is missing".into())),
+            None => {}
+            Some(v) => {
+                found += 1;
+                check(&field.shape, v, here)?;
+            }
+        }
+    }
+    if found < map.len() {
+        for name in map.keys() {
+            if !tables.iter().any(|t| t.iter().any(|f| f.name == name)) {
+                return Err(BlockError::UnknownField(At::Member(&at, name).render()));
+            }
         }
     }
     Ok(())
 }
 
 /// Holds one value to a shape.
-pub fn check(shape: &Shape, value: &Value, path: &str) -> Result<(), BlockError> {
+pub fn check(shape: &Shape, value: &Value, at: At<'_>) -> Result<(), BlockError> {
     match (shape, value) {
         (Shape::Str, Value::String(_)) | (Shape::Bool, Value::Bool(_)) | (Shape::Foreign, _) => Ok(()),
-        (Shape::Str, _) => Err(bad(path, "must be a string".into())),
-        (Shape::Bool, _) => Err(bad(path, "must be true or false".into())),
+        (Shape::Str, _) => Err(bad(at, "must be a string".into())),
+        (Shape::Bool, _) => Err(bad(at, "must be true or false".into())),
         (Shape::Text(syntax), v) => match v.as_str() {
             Some(s) if syntax.matches(s) => Ok(()),
-            _ => Err(bad(path, syntax.problem())),
+            _ => Err(bad(at, syntax.problem())),
         },
         (Shape::Enum(words), v) => match v.as_str() {
             Some(s) if words.contains(&s) => Ok(()),
-            _ => Err(bad(path, format!("must be one of: {}", words.join(", ")))),
+            _ => Err(bad(at, format!("must be one of: {}", words.join(", ")))),
         },
         (Shape::Int(lo, hi), v) => match v.as_i64() {
             Some(n) if (*lo..=*hi).contains(&n) => Ok(()),
-            _ => Err(bad(path, format!("must be an integer from {lo} to {hi}"))),
+            _ => Err(bad(at, format!("must be an integer from {lo} to {hi}"))),
         },
-        (Shape::Obj(fields), v) => check_object(&[fields], v, path),
+        (Shape::Obj(fields), v) => check_object(&[fields], v, at),
         (Shape::Array(item, max), Value::Array(items)) => {
             if let Some(max) = max
                 && items.len() > *max
             {
-                return Err(bad(path, format!("must have at most {max} items")));
+                return Err(bad(at, format!("must have at most {max} items")));
             }
             for (i, v) in items.iter().enumerate() {
-                check(item, v, &format!("{path}[{i}]"))?;
+                check(item, v, At::Item(&at, i))?;
             }
             Ok(())
         }
-        (Shape::Array(..), _) => Err(bad(path, "must be an array".into())),
+        (Shape::Array(..), _) => Err(bad(at, "must be an array".into())),
         (Shape::OrNull(_), Value::Null) => Ok(()),
-        (Shape::OrNull(inner), v) => check(inner, v, path),
+        (Shape::OrNull(inner), v) => check(inner, v, at),
         (Shape::OneOf(shapes), v) => {
-            let fits = shapes.iter().filter(|s| check(s, v, path).is_ok()).count();
+            let fits = shapes.iter().filter(|s| check(s, v, at).is_ok()).count();
             if fits == 1 {
                 Ok(())
             } else {
-                Err(bad(path, "matches none of its allowed forms".into()))
+                Err(bad(at, "matches none of its allowed forms".into()))
             }
         }
     }
 }
 
-fn bad(path: &str, problem: String) -> BlockError {
-    BlockError::Field(if path.is_empty() { "$".into() } else { path.into() }, problem)
-}
-
-fn join(path: &str, name: &str) -> String {
-    if path.is_empty() {
-        name.into()
-    } else {
-        format!("{path}.{name}")
-    }
+fn bad(at: At<'_>, problem: String) -> BlockError {
+    BlockError::Field(at.render(), problem)
 }
 
 /// The shape in the normal form the schema test compares: what a JSON Schema for it says,
