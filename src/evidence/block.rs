@@ -13,8 +13,9 @@ use sha2::{Digest, Sha256};
 
 use super::canonical;
 use super::canonical_scan;
+use super::canonical_scan::Raw;
 use super::keys;
-use super::kind::{self, BlockKind};
+use super::kind::{self, BlockKind, View};
 use crate::hex;
 
 /// The `format` value of every block this version writes.
@@ -263,15 +264,20 @@ fn check(line: &[u8], cache: &mut KeyCache, signature: bool) -> Result<Checked, 
             format!("is not a kind this version knows ({})", BlockKind::names()),
         ));
     };
-    // The scan proved the line is JSON; the value is what the shape walk reads.
-    let value: Value = serde_json::from_slice(line).map_err(|e| BlockError::NotJson(e.to_string()))?;
-    kind.check(&value)?;
-    let key = cache.get(value["key"].as_str().unwrap_or_default())?;
-
-    let str_of = |name: &str| value[name].as_str().unwrap_or_default().to_string();
-    let seq = value["seq"].as_u64().unwrap_or_default();
+    // The shape walk and the digests read the line in place (it is canonical).
+    let view = View {
+        members: scanned
+            .members
+            .iter()
+            .map(|m| (m.key.clone(), Raw(&line[m.value.clone()])))
+            .collect(),
+    };
+    kind.check(&view)?;
+    let str_of = |name: &str| view.at(name).str().map(Cow::into_owned).unwrap_or_default();
+    let key = cache.get(&str_of("key"))?;
+    let seq = view.at("seq").int().unwrap_or_default() as u64;
     let hash = str_of("hash");
-    let sig = hex::decode_exact::<64>(value["sig"].as_str().unwrap_or_default()).ok_or(BlockError::Field(
+    let sig = hex::decode_exact::<64>(&str_of("sig")).ok_or(BlockError::Field(
         "sig".into(),
         "must be 128 lower-case hex digits".into(),
     ))?;
@@ -295,8 +301,12 @@ fn check(line: &[u8], cache: &mut KeyCache, signature: bool) -> Result<Checked, 
         key,
         kind,
         observed_at: str_of("observed_at"),
-        target_id: value["target"]["id"].as_str().unwrap_or_default().to_string(),
-        observation_sha256: value["observation_sha256"].as_str().map(str::to_string),
+        target_id: View::of(view.at("target"))
+            .at("id")
+            .str()
+            .map(Cow::into_owned)
+            .unwrap_or_default(),
+        observation_sha256: view.at("observation_sha256").str().map(Cow::into_owned),
     })
 }
 

@@ -107,6 +107,7 @@ pub fn scan(line: &[u8]) -> Result<Scanned<'_>, NonCanonical> {
         b: line,
         i: 0,
         top: Vec::new(),
+        items: Vec::new(),
     };
     if s.peek() != Some(b'{') {
         return Err(s.err("not a JSON object"));
@@ -122,6 +123,8 @@ struct Scanner<'a> {
     b: &'a [u8],
     i: usize,
     top: Vec<Member<'a>>,
+    /// The items of an array scanned at depth 0 (`Raw::items`).
+    items: Vec<Range<usize>>,
 }
 
 impl<'a> Scanner<'a> {
@@ -331,7 +334,11 @@ impl<'a> Scanner<'a> {
             return Ok(());
         }
         loop {
+            let start = self.i;
             self.value(depth + 1)?;
+            if depth == 0 {
+                self.items.push(start..self.i);
+            }
             match self.peek() {
                 Some(b',') => self.i += 1,
                 Some(b']') => {
@@ -341,6 +348,95 @@ impl<'a> Scanner<'a> {
                 _ => return Err(self.err("expected `,` or `]`")),
             }
         }
+    }
+}
+
+/// A value inside a line that passed `scan`, read in place: the shape walk and the digests
+/// of `evidence::kind` use these instead of building a `serde_json::Value`. On bytes that are
+/// not such a value every reader answers `None` (nothing panics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Raw<'a>(pub &'a [u8]);
+
+impl<'a> Raw<'a> {
+    fn scanner(self) -> Scanner<'a> {
+        Scanner {
+            b: self.0,
+            i: 0,
+            top: Vec::new(),
+            items: Vec::new(),
+        }
+    }
+
+    pub fn is_null(self) -> bool {
+        self.0 == b"null"
+    }
+
+    /// The JSON type's first byte: `{`, `[`, `"`, `t`, `f`, `n`, or a digit or `-`.
+    pub fn first(self) -> Option<u8> {
+        self.0.first().copied()
+    }
+
+    /// A string's text, unescaped (borrowed when it holds no escape).
+    pub fn str(self) -> Option<Cow<'a, str>> {
+        if self.first() != Some(b'"') {
+            return None;
+        }
+        let mut s = self.scanner();
+        match s.string().ok()? {
+            Cow::Borrowed(b) => std::str::from_utf8(b).ok().map(Cow::Borrowed),
+            Cow::Owned(v) => String::from_utf8(v).ok().map(Cow::Owned),
+        }
+    }
+
+    /// An integer's value.
+    pub fn int(self) -> Option<i64> {
+        if !matches!(self.first(), Some(b'-' | b'0'..=b'9')) {
+            return None;
+        }
+        std::str::from_utf8(self.0).ok()?.parse().ok()
+    }
+
+    pub fn bool(self) -> Option<bool> {
+        match self.0 {
+            b"true" => Some(true),
+            b"false" => Some(false),
+            _ => None,
+        }
+    }
+
+    /// An object's members in order: unescaped key and value.
+    pub fn members(self) -> Option<Vec<(Cow<'a, [u8]>, Raw<'a>)>> {
+        if self.first() != Some(b'{') {
+            return None;
+        }
+        let mut s = self.scanner();
+        s.value(0).ok()?;
+        let b = self.0;
+        Some(s.top.into_iter().map(|m| (m.key, Raw(&b[m.value]))).collect())
+    }
+
+    /// An array's items in order.
+    pub fn items(self) -> Option<Vec<Raw<'a>>> {
+        if self.first() != Some(b'[') {
+            return None;
+        }
+        let mut s = self.scanner();
+        s.value(0).ok()?;
+        let b = self.0;
+        Some(s.items.into_iter().map(|r| Raw(&b[r])).collect())
+    }
+
+    /// An object's member by key.
+    pub fn get(self, key: &str) -> Option<Raw<'a>> {
+        self.members()?
+            .into_iter()
+            .find(|(k, _)| k.as_ref() == key.as_bytes())
+            .map(|(_, v)| v)
+    }
+
+    /// A member's value, or `null` when absent or when this is not an object.
+    pub fn at(self, key: &str) -> Raw<'a> {
+        self.get(key).unwrap_or(Raw(b"null"))
     }
 }
 
@@ -469,6 +565,26 @@ mod tests {
             scan(&serde).unwrap_err().what,
             "keys not in sorted order, or a duplicate key"
         );
+    }
+
+    #[test]
+    fn raw_values_are_read_in_place() {
+        let line = sample();
+        let top = Raw(&line);
+        let n = top.get("n").unwrap();
+        assert_eq!(n.get("y").unwrap().int(), Some(-9007199254740991));
+        assert_eq!(
+            top.get("k\"q").unwrap().str().unwrap(),
+            "tab\there \u{1} \u{7f} é 😀 \\ /"
+        );
+        let items = top.get("a").unwrap().items().unwrap();
+        assert_eq!(items.len(), 8);
+        assert_eq!(items[3].bool(), Some(true));
+        assert!(items[5].is_null());
+        assert_eq!(items[6].members().unwrap(), vec![]);
+        assert!(top.at("missing").is_null());
+        assert_eq!(Raw(b"[1,").items(), None);
+        assert_eq!(Raw(b"\"x").str(), None);
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! Kind `check`: one run of `mcp-witness check` against one server. Its fields and their
 //! shapes, its target id (a probe's) and observation digest, and its diff.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::probe;
 use super::shape::{COUNT, Field, MILLIS, SHA256, Shape};
-use super::{Change, Spec, field_change, item_changes, server_changes};
+use super::{Change, Spec, View, array, field_change, item_changes, object, server_changes};
 
 /// The fields of a check block beyond the envelope, in the order verify checks them.
 pub const FIELDS: &[Field] = &[
@@ -60,33 +60,43 @@ pub const SPEC: Spec = Spec {
 
 /// What `observation_sha256` digests: the program, handshake, server and every result's
 /// id and status, and whether the suite ran.
-fn observation(b: &Value) -> Value {
-    let results: Vec<Value> = b["results"]
-        .as_array()
+fn observation(b: &View<'_>) -> Vec<u8> {
+    let target = View::of(b.at("target"));
+    let results: Vec<Vec<u8>> = b
+        .at("results")
+        .items()
+        .unwrap_or_default()
         .into_iter()
-        .flatten()
-        .map(|x| json!([x["id"], x["status"]]))
+        .map(|x| {
+            let x = View::of(x);
+            array([x.at("id").0, x.at("status").0])
+        })
         .collect();
-    json!({
-        "program_sha256": b["target"]["program_sha256"],
-        "era": b["era"],
-        "protocol_version": b["protocol_version"],
-        "server": b["server"],
-        "results": results,
-        "could_not_run": !b["could_not_run"].is_null(),
-    })
+    let results = array(results.iter().map(Vec::as_slice));
+    let could_not_run: &[u8] = if b.at("could_not_run").is_null() {
+        b"false"
+    } else {
+        b"true"
+    };
+    object(&[
+        ("program_sha256", target.at("program_sha256").0),
+        ("era", b.at("era").0),
+        ("protocol_version", b.at("protocol_version").0),
+        ("server", b.at("server").0),
+        ("results", &results),
+        ("could_not_run", could_not_run),
+    ])
 }
 
 /// Each status is counted in `counts`.
-fn rules(b: &Value) -> Result<(), (String, String)> {
+fn rules(b: &View<'_>) -> Result<(), (String, String)> {
+    let results = b.at("results").items().unwrap_or_default();
+    let statuses: Vec<Option<std::borrow::Cow<'_, str>>> =
+        results.iter().map(|x| View::of(*x).at("status").str()).collect();
+    let counts = View::of(b.at("counts"));
     for status in ["pass", "warn", "fail", "skip"] {
-        let n = b["results"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|x| x["status"] == status)
-            .count() as u64;
-        if b["counts"][status].as_u64() != Some(n) {
+        let n = statuses.iter().filter(|s| s.as_deref() == Some(status)).count() as i64;
+        if counts.at(status).int() != Some(n) {
             return Err((
                 format!("counts.{status}"),
                 format!("must be {n}, the number of results with status {status}"),
@@ -126,6 +136,7 @@ fn diff(old: &Value, new: &Value, out: &mut Vec<Change>) {
 mod tests {
     use super::*;
     use crate::evidence::kind::BlockKind;
+    use serde_json::json;
 
     fn block(results: &[(&str, &str)]) -> Value {
         let mut counts = json!({"pass": 0, "warn": 0, "fail": 0, "skip": 0});
@@ -158,11 +169,16 @@ mod tests {
         );
     }
 
+    fn rules_of(v: &Value) -> Result<(), (String, String)> {
+        let bytes = crate::evidence::canonical::to_bytes(v);
+        rules(&View::of(crate::evidence::canonical_scan::Raw(&bytes)))
+    }
+
     #[test]
     fn counts_must_count_the_results() {
         let mut b = block(&[("a", "pass")]);
-        assert!(rules(&b).is_ok());
+        assert!(rules_of(&b).is_ok());
         b["counts"]["pass"] = 2.into();
-        assert_eq!(rules(&b).unwrap_err().0, "counts.pass");
+        assert_eq!(rules_of(&b).unwrap_err().0, "counts.pass");
     }
 }

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::shape::{COUNT, Field, SHA256, Shape};
-use super::{Change, Spec, field_change, item_changes};
+use super::{Change, Spec, View, field_change, item_changes, object};
 
 /// The verdict words, per domain and overall.
 const VERDICT: Shape = Shape::Enum(&["compliant", "not compliant", "incomplete"]);
@@ -71,18 +71,22 @@ pub const SPEC: Spec = Spec {
 };
 
 /// What `target.id` digests: the client as it named itself.
-fn identity(target: &Value) -> Value {
-    json!({"client": target["client"]})
+fn identity(target: &View<'_>) -> Vec<u8> {
+    object(&[("client", target.at("client").0)])
 }
 
 /// What `observation_sha256` digests: the client, every domain's judgement, the verdict.
-fn observation(b: &Value) -> Value {
-    json!({"client": b["client"], "domains": b["domains"], "verdict": b["verdict"]})
+fn observation(b: &View<'_>) -> Vec<u8> {
+    object(&[
+        ("client", b.at("client").0),
+        ("domains", b.at("domains").0),
+        ("verdict", b.at("verdict").0),
+    ])
 }
 
-/// The target names the block's client.
-fn rules(b: &Value) -> Result<(), (String, String)> {
-    if b["target"]["client"] != b["client"] {
+/// The target names the block's client (canonical bytes are equal exactly when the values are).
+fn rules(b: &View<'_>) -> Result<(), (String, String)> {
+    if View::of(b.at("target")).at("client") != b.at("client") {
         return Err(("target.client".into(), "must equal the block's `client`".into()));
     }
     Ok(())
@@ -173,11 +177,16 @@ mod tests {
         assert!(BlockKind::Client.diff(&a, &a).is_empty());
     }
 
+    fn rules_of(v: &Value) -> Result<(), (String, String)> {
+        let bytes = crate::evidence::canonical::to_bytes(v);
+        rules(&View::of(crate::evidence::canonical_scan::Raw(&bytes)))
+    }
+
     #[test]
     fn the_target_names_the_block_s_client() {
         let mut b = block("1", "compliant");
-        assert!(rules(&b).is_ok());
+        assert!(rules_of(&b).is_ok());
         b["target"]["client"]["name"] = "other".into();
-        assert_eq!(rules(&b).unwrap_err().0, "target.client");
+        assert_eq!(rules_of(&b).unwrap_err().0, "target.client");
     }
 }

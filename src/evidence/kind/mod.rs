@@ -13,8 +13,11 @@ pub mod shape;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use std::borrow::Cow;
+
 use super::block::BlockError;
 use super::canonical;
+use super::canonical_scan::Raw;
 use crate::inert::inert;
 pub use shape::{Field, Shape, Syntax};
 
@@ -32,12 +35,12 @@ pub struct Spec {
     pub name: &'static str,
     /// Its fields beyond the envelope (`target` included), in the order verify checks them.
     pub fields: &'static [Field],
-    /// The JSON whose canonical SHA-256 is `target.id`, from the block's `target`.
-    pub identity: fn(&Value) -> Value,
-    /// The JSON whose canonical SHA-256 is `observation_sha256`, from the block.
-    pub observation: fn(&Value) -> Value,
+    /// The canonical bytes whose SHA-256 is `target.id`, from the block's `target`.
+    pub identity: fn(&View<'_>) -> Vec<u8>,
+    /// The canonical bytes whose SHA-256 is `observation_sha256`, from the block.
+    pub observation: fn(&View<'_>) -> Vec<u8>,
     /// Rules beyond shape and digests: `Err((field path, problem))`.
-    pub rules: fn(&Value) -> Result<(), (String, String)>,
+    pub rules: fn(&View<'_>) -> Result<(), (String, String)>,
     /// What changed from `old` to `new` (two blocks of this kind and one target).
     pub diff: fn(&Value, &Value, &mut Vec<Change>),
 }
@@ -69,13 +72,15 @@ impl BlockKind {
 
     /// `target.id` for a block of this kind with this `target` object.
     pub fn target_id(self, target: &Value) -> String {
-        sha256_hex(&(self.spec().identity)(target))
+        let bytes = canonical::to_bytes(target);
+        sha256_hex(&(self.spec().identity)(&View::of(Raw(&bytes))))
     }
 
     /// `observation_sha256` for a block of this kind (`fields` holds at least the fields the
     /// observation covers).
     pub fn observation_sha256(self, fields: &Value) -> String {
-        sha256_hex(&(self.spec().observation)(fields))
+        let bytes = canonical::to_bytes(fields);
+        sha256_hex(&(self.spec().observation)(&View::of(Raw(&bytes))))
     }
 
     /// Sets `target.id` and `observation_sha256` of a body to what its fields make them
@@ -89,17 +94,20 @@ impl BlockKind {
         body.insert("observation_sha256".into(), observation.into());
     }
 
-    /// Checks a block of this kind beyond its envelope's syntax: the shape of every field,
-    /// nested ones included (envelope first, then the kind's fields, each in table order),
-    /// then `target.id`, then `observation_sha256`, then the kind's own rules.
-    pub fn check(self, block: &Value) -> Result<(), BlockError> {
+    /// Checks a block of this kind (its top-level members, read in place from a canonical
+    /// line) beyond its envelope's syntax: the shape of every field, nested ones included
+    /// (envelope first, then the kind's fields, each in table order), then `target.id`, then
+    /// `observation_sha256`, then the kind's own rules.
+    pub fn check(self, block: &View<'_>) -> Result<(), BlockError> {
         let spec = self.spec();
-        shape::check_object(&[ENVELOPE, spec.fields], block, shape::At::Top)?;
-        let target = &block["target"];
-        if target["id"].as_str() != Some(self.target_id(target).as_str()) {
+        shape::check_members(&[ENVELOPE, spec.fields], &block.members, shape::At::Top)?;
+        let target = View::of(block.at("target"));
+        let id = sha256_hex(&(spec.identity)(&target));
+        if target.at("id").str().as_deref() != Some(id.as_str()) {
             return Err(BlockError::Digest("target.id"));
         }
-        if block["observation_sha256"].as_str() != Some(self.observation_sha256(block).as_str()) {
+        let observation = sha256_hex(&(spec.observation)(block));
+        if block.at("observation_sha256").str().as_deref() != Some(observation.as_str()) {
             return Err(BlockError::Digest("observation_sha256"));
         }
         (spec.rules)(block).map_err(|(path, problem)| BlockError::Field(path, problem))
@@ -122,9 +130,62 @@ impl BlockKind {
     }
 }
 
-/// SHA-256 (lower-case hex) of a value's canonical form.
-pub fn sha256_hex(value: &Value) -> String {
-    crate::hex::encode(&Sha256::digest(canonical::to_bytes(value)))
+/// SHA-256 (lower-case hex) of canonical bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    crate::hex::encode(&Sha256::digest(bytes))
+}
+
+/// An object read in place: its members, scanned once, looked up by key.
+pub struct View<'a> {
+    pub members: Vec<(Cow<'a, [u8]>, Raw<'a>)>,
+}
+
+impl<'a> View<'a> {
+    /// The members of an object (none when `raw` is not one).
+    pub fn of(raw: Raw<'a>) -> View<'a> {
+        View {
+            members: raw.members().unwrap_or_default(),
+        }
+    }
+
+    /// A member's value, or `null` when absent.
+    pub fn at(&self, key: &str) -> Raw<'a> {
+        self.members
+            .iter()
+            .find(|(k, _)| k.as_ref() == key.as_bytes())
+            .map_or(Raw(b"null"), |(_, v)| *v)
+    }
+}
+
+/// The canonical bytes of an object of these members (ASCII keys, canonical values).
+pub(crate) fn object(members: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut sorted = members.to_vec();
+    sorted.sort_by(|a, b| a.0.cmp(b.0));
+    let mut out = vec![b'{'];
+    for (i, (k, v)) in sorted.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.push(b'"');
+        out.extend_from_slice(k.as_bytes());
+        out.extend_from_slice(b"\":");
+        out.extend_from_slice(v);
+    }
+    out.push(b'}');
+    out
+}
+
+/// The canonical bytes of an array of these items.
+pub(crate) fn array<'b>(items: impl IntoIterator<Item = &'b [u8]>) -> Vec<u8> {
+    let mut out = vec![b'['];
+    for (i, v) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(v);
+    }
+    out.push(b']');
+    out
 }
 
 /// The kind names, in `BlockKind::ALL` order (derived from it, not a second list).

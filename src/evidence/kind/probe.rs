@@ -4,7 +4,8 @@
 use serde_json::{Value, json};
 
 use super::shape::{COUNT, Field, MILLIS, SHA256, STRINGS, Shape, Syntax};
-use super::{Change, Spec, field_change, list_change, server_changes, strings};
+use super::{Change, Spec, View, array, field_change, list_change, object, server_changes, strings};
+use crate::evidence::canonical_scan::Raw;
 
 const SAFE: i64 = crate::evidence::canonical::MAX_SAFE_INTEGER as i64;
 const PID: Shape = Shape::Int(1, 4_294_967_295);
@@ -232,41 +233,58 @@ pub const SPEC: Spec = Spec {
 
 /// What `target.id` digests: the command, folder, variable names, era and version asked
 /// for (not the program's content), so runs of one server compare across hosts.
-pub fn identity(target: &Value) -> Value {
-    json!({
-        "command": target["command"],
-        "cwd": target["cwd"],
-        "env": target["env"],
-        "era": target["era"],
-        "protocol_version": target["protocol_version"],
-    })
+pub fn identity(target: &View<'_>) -> Vec<u8> {
+    object(&[
+        ("command", target.at("command").0),
+        ("cwd", target.at("cwd").0),
+        ("env", target.at("env").0),
+        ("era", target.at("era").0),
+        ("protocol_version", target.at("protocol_version").0),
+    ])
 }
 
 /// What `observation_sha256` digests: what was observed, without when or how fast.
-fn observation(b: &Value) -> Value {
-    let tools = &b["tools"];
-    let call = &b["call"];
-    json!({
-        "program_sha256": b["target"]["program_sha256"],
-        "era": b["era"],
-        "protocol_version": b["protocol_version"],
-        "server": b["server"],
-        "capabilities": b["capabilities"],
-        "tools": if tools.is_null() { Value::Null } else { json!({"count": tools["count"], "names": tools["names"]}) },
-        "call": if call.is_null() { Value::Null } else {
-            json!({"tool": call["tool"], "outcome": call["outcome"], "result_sha256": call["result_sha256"]})
-        },
-        "verdict": b["verdict"],
-        "reasons": b["reasons"].as_array().map(|r| r.iter().map(|x| x["code"].clone()).collect::<Vec<_>>()).unwrap_or_default(),
-    })
+fn observation(b: &View<'_>) -> Vec<u8> {
+    let target = View::of(b.at("target"));
+    let pick = |v: Raw<'_>, keys: &[&'static str]| -> Vec<u8> {
+        if v.is_null() {
+            return b"null".to_vec();
+        }
+        let view = View::of(v);
+        let members: Vec<(&str, &[u8])> = keys.iter().map(|k| (*k, view.at(k).0)).collect();
+        object(&members)
+    };
+    let tools = pick(b.at("tools"), &["count", "names"]);
+    let call = pick(b.at("call"), &["tool", "outcome", "result_sha256"]);
+    let reasons = b.at("reasons").items().unwrap_or_default();
+    let codes: Vec<Raw<'_>> = reasons.iter().map(|r| View::of(*r).at("code")).collect();
+    let codes = array(codes.iter().map(|c| c.0));
+    object(&[
+        ("program_sha256", target.at("program_sha256").0),
+        ("era", b.at("era").0),
+        ("protocol_version", b.at("protocol_version").0),
+        ("server", b.at("server").0),
+        ("capabilities", b.at("capabilities").0),
+        ("tools", &tools),
+        ("call", &call),
+        ("verdict", b.at("verdict").0),
+        ("reasons", &codes),
+    ])
 }
 
 /// An escapee that survived the teardown is among the survivors.
-fn rules(b: &Value) -> Result<(), (String, String)> {
-    let td = &b["teardown"];
-    let survivors = td["survivors"].as_array().cloned().unwrap_or_default();
-    for (i, e) in td["escapees"].as_array().into_iter().flatten().enumerate() {
-        if e["ended"] == "survived" && !survivors.contains(&e["pid"]) {
+fn rules(b: &View<'_>) -> Result<(), (String, String)> {
+    let td = View::of(b.at("teardown"));
+    let survivors = td.at("survivors").items().unwrap_or_default();
+    for (i, e) in td
+        .at("escapees")
+        .items()
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
+        let e = View::of(e);
+        if e.at("ended").str().as_deref() == Some("survived") && !survivors.contains(&e.at("pid")) {
             return Err((
                 format!("teardown.escapees[{i}]"),
                 "survived but its pid is not among teardown.survivors".into(),
@@ -374,11 +392,16 @@ mod tests {
         assert_eq!(changes[0].to_json()["from"], old["capabilities"]);
     }
 
+    fn rules_of(v: &Value) -> Result<(), (String, String)> {
+        let bytes = crate::evidence::canonical::to_bytes(v);
+        rules(&View::of(Raw(&bytes)))
+    }
+
     #[test]
     fn a_surviving_escapee_must_be_among_the_survivors() {
         let mut b = json!({"teardown": {"escapees": [{"pid": 7, "ended": "survived"}], "survivors": []}});
-        assert!(rules(&b).is_err());
+        assert!(rules_of(&b).is_err());
         b["teardown"]["survivors"] = json!([7]);
-        assert!(rules(&b).is_ok());
+        assert!(rules_of(&b).is_ok());
     }
 }

@@ -2,10 +2,13 @@
 //! shape. Every object is closed (a member not in its table is refused), as the schema's
 //! `additionalProperties: false` says.
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 
 use crate::evidence::block::BlockError;
 use crate::evidence::canonical::MAX_SAFE_INTEGER;
+use crate::evidence::canonical_scan::Raw;
 
 /// A string with a fixed syntax (the schema states each as a `pattern`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,75 +146,95 @@ impl At<'_> {
             At::Top => "$".into(),
             At::Member(At::Top, name) => (*name).chars().take(128).collect(),
             At::Member(parent, name) => {
-                format!("{}.{}", parent.render(), name.chars().take(128).collect::<String>())
+                format!(
+                    "{}.{}",
+                    parent.render(),
+                    name.chars().take(128).collect::<String>()
+                )
             }
             At::Item(parent, i) => format!("{}[{i}]", parent.render()),
         }
     }
 }
 
-/// Holds an object to the union of `tables`: each listed member in table order (missing,
-/// then its shape), then any member no table lists.
-pub fn check_object(tables: &[&[Field]], value: &Value, at: At<'_>) -> Result<(), BlockError> {
-    let Some(map) = value.as_object() else {
-        return Err(bad(at, "must be an object".into()));
-    };
+/// Holds an object (its members, in order) to the union of `tables`: each listed member in
+/// table order (missing, then its shape), then any member no table lists.
+pub fn check_members(
+    tables: &[&[Field]],
+    members: &[(Cow<'_, [u8]>, Raw<'_>)],
+    at: At<'_>,
+) -> Result<(), BlockError> {
     let mut found = 0usize;
     for field in tables.iter().flat_map(|t| t.iter()) {
         let here = At::Member(&at, field.name);
-        match map.get(field.name) {
+        match members.iter().find(|(k, _)| k.as_ref() == field.name.as_bytes()) {
             None if field.required => return Err(BlockError::Field(here.render(), "is missing".into())),
             None => {}
-            Some(v) => {
+            Some((_, v)) => {
                 found += 1;
-                check(&field.shape, v, here)?;
+                check(&field.shape, *v, here)?;
             }
         }
     }
-    if found < map.len() {
-        for name in map.keys() {
-            if !tables.iter().any(|t| t.iter().any(|f| f.name == name)) {
-                return Err(BlockError::UnknownField(At::Member(&at, name).render()));
+    if found < members.len() {
+        for (name, _) in members {
+            if !tables
+                .iter()
+                .any(|t| t.iter().any(|f| f.name.as_bytes() == name.as_ref()))
+            {
+                let name = String::from_utf8_lossy(name);
+                return Err(BlockError::UnknownField(At::Member(&at, &name).render()));
             }
         }
     }
     Ok(())
 }
 
-/// Holds one value to a shape.
-pub fn check(shape: &Shape, value: &Value, at: At<'_>) -> Result<(), BlockError> {
-    match (shape, value) {
-        (Shape::Str, Value::String(_)) | (Shape::Bool, Value::Bool(_)) | (Shape::Foreign, _) => Ok(()),
-        (Shape::Str, _) => Err(bad(at, "must be a string".into())),
-        (Shape::Bool, _) => Err(bad(at, "must be true or false".into())),
-        (Shape::Text(syntax), v) => match v.as_str() {
-            Some(s) if syntax.matches(s) => Ok(()),
+/// Holds one value (canonical bytes, read in place) to a shape.
+pub fn check(shape: &Shape, v: Raw<'_>, at: At<'_>) -> Result<(), BlockError> {
+    match shape {
+        Shape::Foreign => Ok(()),
+        Shape::Str => match v.first() {
+            Some(b'"') => Ok(()),
+            _ => Err(bad(at, "must be a string".into())),
+        },
+        Shape::Bool => match v.bool() {
+            Some(_) => Ok(()),
+            None => Err(bad(at, "must be true or false".into())),
+        },
+        Shape::Text(syntax) => match v.str() {
+            Some(s) if syntax.matches(&s) => Ok(()),
             _ => Err(bad(at, syntax.problem())),
         },
-        (Shape::Enum(words), v) => match v.as_str() {
-            Some(s) if words.contains(&s) => Ok(()),
+        Shape::Enum(words) => match v.str() {
+            Some(s) if words.contains(&s.as_ref()) => Ok(()),
             _ => Err(bad(at, format!("must be one of: {}", words.join(", ")))),
         },
-        (Shape::Int(lo, hi), v) => match v.as_i64() {
+        Shape::Int(lo, hi) => match v.int() {
             Some(n) if (*lo..=*hi).contains(&n) => Ok(()),
             _ => Err(bad(at, format!("must be an integer from {lo} to {hi}"))),
         },
-        (Shape::Obj(fields), v) => check_object(&[fields], v, at),
-        (Shape::Array(item, max), Value::Array(items)) => {
+        Shape::Obj(fields) => match v.members() {
+            Some(members) => check_members(&[fields], &members, at),
+            None => Err(bad(at, "must be an object".into())),
+        },
+        Shape::Array(item, max) => {
+            let Some(items) = v.items() else {
+                return Err(bad(at, "must be an array".into()));
+            };
             if let Some(max) = max
                 && items.len() > *max
             {
                 return Err(bad(at, format!("must have at most {max} items")));
             }
-            for (i, v) in items.iter().enumerate() {
-                check(item, v, At::Item(&at, i))?;
+            for (i, x) in items.into_iter().enumerate() {
+                check(item, x, At::Item(&at, i))?;
             }
             Ok(())
         }
-        (Shape::Array(..), _) => Err(bad(at, "must be an array".into())),
-        (Shape::OrNull(_), Value::Null) => Ok(()),
-        (Shape::OrNull(inner), v) => check(inner, v, at),
-        (Shape::OneOf(shapes), v) => {
+        Shape::OrNull(_) if v.is_null() => Ok(()),
+        Shape::OrNull(inner) => check(inner, v, at),
+        Shape::OneOf(shapes) => {
             let fits = shapes.iter().filter(|s| check(s, v, at).is_ok()).count();
             if fits == 1 {
                 Ok(())

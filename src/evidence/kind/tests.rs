@@ -206,7 +206,15 @@ fn the_shape_walk_refuses_what_the_schema_refuses() {
         Field::opt("e", Shape::OrNull(&Shape::Enum(&["a", "b"]))),
         Field::req("l", Shape::Array(&Shape::Str, Some(1))),
     ]);
-    let ok = |v: Value| check(&S, &v, super::shape::At::Top).is_ok();
+    let ok = |v: Value| {
+        let bytes = crate::evidence::canonical::to_bytes(&v);
+        check(
+            &S,
+            crate::evidence::canonical_scan::Raw(&bytes),
+            super::shape::At::Top,
+        )
+        .is_ok()
+    };
     assert!(ok(json!({"n": 0, "l": []})));
     assert!(ok(json!({"n": 0, "e": null, "l": ["x"]})));
     assert!(!ok(json!({"n": "0", "l": []})));
