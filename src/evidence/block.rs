@@ -342,7 +342,7 @@ pub struct Moment {
     pub hash: String,
     pub target_id: String,
     pub observed_at: String,
-    /// `timings_ms.total` of a probe block (0 when absent).
+    /// How long the run it records took, as its kind says (0 when unknown).
     pub total_ms: u64,
     /// SHA-256 of the block without its chain fields: equal for the same block appended twice.
     pub body_digest: [u8; 32],
@@ -357,15 +357,24 @@ pub fn moment(line: &[u8]) -> Option<Moment> {
     let scanned = canonical_scan::scan(line).ok()?;
     let get = |name: &str| scanned.get(line, name);
     let target: Value = serde_json::from_slice(get("target")?).ok()?;
-    let timings: Value = get("timings_ms")
-        .and_then(|t| serde_json::from_slice(t).ok())
-        .unwrap_or_default();
+    let view = View {
+        members: scanned
+            .members
+            .iter()
+            .map(|m| (m.key.clone(), Raw(&line[m.value.clone()])))
+            .collect(),
+    };
+    let total_ms = view
+        .at("kind")
+        .str()
+        .and_then(|k| BlockKind::from_name(&k))
+        .map_or(0, |k| (k.spec().run_ms)(&view));
     Some(Moment {
         seq: std::str::from_utf8(get("seq")?).ok()?.parse().ok()?,
         hash: text(get("hash"), "hash").ok()?.into_owned(),
         target_id: target.get("id")?.as_str()?.to_string(),
         observed_at: text(get("observed_at"), "observed_at").ok()?.into_owned(),
-        total_ms: timings.get("total").and_then(Value::as_u64).unwrap_or(0),
+        total_ms,
         body_digest: digest_without(&scanned, line, CHAIN_FIELDS),
         observation_sha256: text(get("observation_sha256"), "observation_sha256")
             .ok()

@@ -56,6 +56,7 @@ pub const SPEC: Spec = Spec {
     observation,
     rules,
     diff,
+    run_ms,
 };
 
 /// What `observation_sha256` digests: the program, handshake, server and every result's
@@ -118,6 +119,11 @@ fn statuses(v: &Value) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+/// How long the run took.
+fn run_ms(b: &View<'_>) -> u64 {
+    b.at("duration_ms").int().map_or(0, |n| n.max(0) as u64)
 }
 
 fn diff(old: &Value, new: &Value, out: &mut Vec<Change>) {

@@ -68,6 +68,7 @@ pub const SPEC: Spec = Spec {
     observation,
     rules,
     diff,
+    run_ms,
 };
 
 /// What `target.id` digests: the client as it named itself.
@@ -104,6 +105,11 @@ fn domains(v: &Value) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+/// How long the run took.
+fn run_ms(_b: &View<'_>) -> u64 {
+    0
 }
 
 fn diff(old: &Value, new: &Value, out: &mut Vec<Change>) {

@@ -43,6 +43,9 @@ pub struct Spec {
     pub rules: fn(&View<'_>) -> Result<(), (String, String)>,
     /// What changed from `old` to `new` (two blocks of this kind and one target).
     pub diff: fn(&Value, &Value, &mut Vec<Change>),
+    /// How long the recorded run took, in ms (0 when the kind does not say): how far back
+    /// append looks for a duplicate.
+    pub run_ms: fn(&View<'_>) -> u64,
 }
 
 impl BlockKind {

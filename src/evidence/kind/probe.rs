@@ -229,6 +229,7 @@ pub const SPEC: Spec = Spec {
     observation,
     rules,
     diff,
+    run_ms,
 };
 
 /// What `target.id` digests: the command, folder, variable names, era and version asked
@@ -292,6 +293,14 @@ fn rules(b: &View<'_>) -> Result<(), (String, String)> {
         }
     }
     Ok(())
+}
+
+/// How long the run took.
+fn run_ms(b: &View<'_>) -> u64 {
+    View::of(b.at("timings_ms"))
+        .at("total")
+        .int()
+        .map_or(0, |n| n.max(0) as u64)
 }
 
 fn diff(old: &Value, new: &Value, out: &mut Vec<Change>) {
