@@ -9,8 +9,9 @@ code units), holds only safe integers, matches schemas/evidence-block.schema.jso
 derived digests and cross-field rules of its kind (target.id and observation_sha256
 recomputed; a check block's counts; a client block's target.client; a probe block's
 escapees that survived are among its survivors), carries hash = SHA-256(canonical block
-without hash and sig) and an Ed25519 sig over those 32 bytes by its `key` (with --trust:
-only by a trusted key), and continues the chain (seq, prev, file_id), in that order.
+without hash and sig) and an Ed25519 sig over those 32 bytes by its `key`, and continues
+the chain (seq, prev, file_id; with --trust: signed by a trusted key; no earlier block with
+its target.id and observed_at), in that order, as mcp-witness verify orders them.
 Exit 0 when intact; 1 with "line N: what" for the first broken line; 2 on bad usage or an
 unreadable file. With --each, every line is checked on its own (no chain) and one
 "line N: ok" or "line N: what" is printed per line; exit 0.
@@ -109,8 +110,8 @@ def derived(b):
     return None
 
 
-def check_line(raw, validator, trusted):
-    """(block, None) when the line is a good block on its own, else (None, what)."""
+def check_line(raw, validator):
+    """(block, None) when the line is a good block on its own (trust aside), else (None, what)."""
     try:
         b = json.loads(raw.decode("utf-8"))
     except ValueError as e:  # UnicodeDecodeError is a ValueError too
@@ -135,8 +136,6 @@ def check_line(raw, validator, trusted):
         VerifyKey(bytes.fromhex(b["key"].removeprefix("ed25519:"))).verify(digest, bytes.fromhex(b["sig"]))
     except (BadSignatureError, ValueError):
         return None, "signature does not verify against the block's key"
-    if trusted and b["key"] not in trusted:
-        return None, f"signed by {b['key']}, which is not a trusted key"
     return b, None
 
 
@@ -147,13 +146,15 @@ def verify(data, validator, trusted):
         return None, f"line {len(lines)}: torn last line of {len(lines[-1])} bytes (no newline)"
     prev, file_id, moments = GENESIS, None, set()
     for n, raw in enumerate(lines[:-1], start=1):
-        b, what = check_line(raw, validator, trusted)
+        b, what = check_line(raw, validator)
         if what is None and b["seq"] != n:
             what = f"seq is {b['seq']} where {n} was expected"
         elif what is None and b["prev"] != prev:
             what = "prev is not the previous block's hash"
         elif what is None and file_id not in (None, b["file_id"]):
             what = f"file_id {b['file_id']} differs from the file's {file_id}"
+        elif what is None and trusted and b["key"] not in trusted:
+            what = f"signed by {b['key']}, which is not a trusted key"
         elif what is None and (b["target"]["id"], b["observed_at"]) in moments:
             what = "a block with the same target and observed_at is already in the file"
         if what is not None:
@@ -192,7 +193,7 @@ def main():
     validator = jsonschema.Draft202012Validator(schema)
     if args.each:
         for n, raw in enumerate(data.split(b"\n")[:-1], start=1):
-            _, what = check_line(raw, validator, trusted)
+            _, what = check_line(raw, validator)
             print(f"line {n}: {what or 'ok'}")
         return 0
     blocks, broken = verify(data, validator, trusted)
