@@ -153,10 +153,10 @@ impl<'a> View<'a> {
 
     /// A member's value, or `null` when absent.
     pub fn at(&self, key: &str) -> Raw<'a> {
+        // Members of a canonical object are in key order.
         self.members
-            .iter()
-            .find(|(k, _)| k.as_ref() == key.as_bytes())
-            .map_or(Raw(b"null"), |(_, v)| *v)
+            .binary_search_by(|(k, _)| crate::evidence::canonical_scan::key_order(k, key.as_bytes()))
+            .map_or(Raw(b"null"), |i| self.members[i].1)
     }
 }
 

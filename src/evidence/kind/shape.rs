@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::evidence::block::BlockError;
 use crate::evidence::canonical::MAX_SAFE_INTEGER;
-use crate::evidence::canonical_scan::Raw;
+use crate::evidence::canonical_scan::{Raw, key_order};
 
 /// A string with a fixed syntax (the schema states each as a `pattern`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,7 +167,12 @@ pub fn check_members(
     let mut found = 0usize;
     for field in tables.iter().flat_map(|t| t.iter()) {
         let here = At::Member(&at, field.name);
-        match members.iter().find(|(k, _)| k.as_ref() == field.name.as_bytes()) {
+        // Members of a canonical object are in key order.
+        let member = members
+            .binary_search_by(|(k, _)| key_order(k, field.name.as_bytes()))
+            .ok()
+            .map(|i| &members[i]);
+        match member {
             None if field.required => return Err(BlockError::Field(here.render(), "is missing".into())),
             None => {}
             Some((_, v)) => {
