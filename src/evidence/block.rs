@@ -569,6 +569,44 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn no_mutation_of_a_block_makes_the_check_panic() {
+        let key = SigningKey::from_bytes(&[1u8; 32]);
+        let mut b = body("srv", "2026-12-02T10:00:00.000+00:00");
+        b.insert(
+            "capabilities".into(),
+            json!({"a": [1, {"b": "x\\\"y"}], "\u{e000}": null, "😀": true}),
+        );
+        let sealed = seal(reseal_digests(b), &link(1), &key);
+        let base = sealed.line[..sealed.line.len() - 1].to_vec();
+        assert!(check_line(&base).is_ok());
+        let alphabet = b"{}[]\",:\\ 0123456789-.etrufalsn\x01ab";
+        let mut seed: u64 = 0x1234_5678_9abc_def1;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..3000 {
+            let mut line = base.clone();
+            for _ in 0..(1 + next() % 3) {
+                let pos = (next() as usize) % line.len();
+                let byte = alphabet[(next() as usize) % alphabet.len()];
+                if next() % 2 == 0 {
+                    line[pos] = byte;
+                } else {
+                    line.insert(pos, byte);
+                }
+            }
+            // Only the signature itself may change without the content check noticing.
+            if check_line_content(&line).is_ok() && line != base {
+                assert_eq!(check_line(&line).unwrap_err(), BlockError::BadSignature);
+            }
+            let _ = moment(&line);
+        }
+    }
+
+    #[test]
     fn a_serve_log_line_is_named_as_one() {
         let entry = br#"{"dir":"in","msg":{"id":0,"jsonrpc":"2.0","method":"initialize"},"ts":"2026-12-02T18:07:21.326+00:00"}"#;
         let err = check_line(entry).unwrap_err();

@@ -408,10 +408,14 @@ impl<'a> Raw<'a> {
             return (i + 1 == b.len()).then_some(out);
         }
         loop {
-            let key_end = skip(b, i)?;
+            if b.get(i) != Some(&b'"') {
+                return None;
+            }
+            let key_end = string_end(b, i)?;
             let key = Raw(&b[i..key_end]);
-            let key = match key.0[1..key.0.len() - 1].contains(&b'\\') {
-                false => Cow::Borrowed(&key.0[1..key.0.len() - 1]),
+            let inner = &key.0[1..key.0.len() - 1];
+            let key = match inner.contains(&b'\\') {
+                false => Cow::Borrowed(inner),
                 true => key.scanner().string().ok()?,
             };
             if b.get(key_end) != Some(&b':') {
@@ -653,6 +657,8 @@ mod tests {
         assert_eq!(items[6].members().unwrap(), vec![]);
         assert!(top.at("missing").is_null());
         assert_eq!(Raw(b"[1,").items(), None);
+        assert_eq!(Raw(b"{1:2}").members(), None);
+        assert_eq!(Raw(b"{\"").members(), None);
         assert_eq!(Raw(b"\"x").str(), None);
     }
 
