@@ -164,7 +164,7 @@ impl fmt::Display for BlockError {
             ),
             BlockError::Digest(field) => write!(
                 f,
-                "field `{field}` does not match what it digests: the block was altered before it was signed"
+                "field `{field}` does not match the fields it digests: the block was altered"
             ),
             BlockError::WeakKey => write!(
                 f,
