@@ -2,8 +2,10 @@
 //! `client.rs`): its fields and their nested shape, how its target id and observation digest
 //! are computed, its extra verify rules and its diff. `BlockKind` is the only list of kinds:
 //! verify, diff and the record writers go through it, and a unit test holds
-//! `schemas/evidence-block.schema.json` to exactly these shapes. Adding a field to a kind is
-//! one line in its file (and its line in the schema, which the test then demands).
+//! `schemas/evidence-block.schema.json` and the field lists of README.md to exactly these
+//! shapes. Adding a field to a kind is one line in its file (and, if what it records is part
+//! of the observation, a line in its `observation`), plus its writer; the tests then demand
+//! its line in the schema and in the README.
 
 pub mod check;
 pub mod client;
