@@ -109,6 +109,20 @@ pub const PAGES: &[Page] = &[
         exit_codes: "0 every expected answer holds, 1 something did not, 2 usage error",
     },
     Page {
+        name: "completions",
+        examples: &[
+            "mcp-witness completions bash",
+            "mcp-witness completions zsh",
+            "mcp-witness completions fish",
+        ],
+        exit_codes: "0 the script printed, 2 usage error",
+    },
+    Page {
+        name: "manpage",
+        examples: &["mcp-witness manpage"],
+        exit_codes: "0 the page printed, 2 usage error",
+    },
+    Page {
         name: "analyze",
         examples: &[
             "mcp-witness analyze serve.log.jsonl",

@@ -24,6 +24,7 @@ macro_rules! outln {
 
 mod analyze;
 mod check;
+mod complete;
 mod diff;
 mod drive;
 mod help;
@@ -61,6 +62,13 @@ enum Command {
     Serve(serve::ServeArgs),
     Drive(drive::DriveArgs),
     Analyze(analyze::AnalyzeArgs),
+    /// Print a shell completion script (bash, zsh or fish) on stdout.
+    Completions {
+        #[arg(value_enum)]
+        shell: complete::Shell,
+    },
+    /// Print the man page, mcp-witness(1), in roff on stdout.
+    Manpage,
     /// Print the help of mcp-witness or of one command.
     Help {
         /// The command to explain.
@@ -99,6 +107,19 @@ pub fn main() -> ExitCode {
         Command::Drive(args) => drive::run(args),
         Command::Analyze(args) => analyze::run(args),
         Command::Help { command } => print_help(command.as_deref()),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            outln!(
+                "{}",
+                complete::script(&help::apply(Cli::command()), shell).trim_end()
+            );
+            help::exit::OK
+        }
+        Command::Manpage => {
+            use clap::CommandFactory;
+            out!("{}", complete::man(&help::apply(Cli::command())));
+            help::exit::OK
+        }
     };
     ExitCode::from(code)
 }

@@ -96,7 +96,10 @@ fn print_human(r: &crate::evidence::verify::Report) {
             } else {
                 "self-consistent signatures"
             };
-            outln!("intact: {file}: {}{head} ({trust})", super::count(r.blocks, "block"));
+            outln!(
+                "intact: {file}: {}{head} ({trust})",
+                super::count(r.blocks, "block")
+            );
         }
         Some(b) => {
             let seq = b.seq.map(|s| format!(" (seq {s})")).unwrap_or_default();
