@@ -1209,7 +1209,7 @@ fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> 
     json!({
         "name": name,
         "description": description,
-        "inputSchema": {"type": "object", "properties": properties, "required": required},
+        "inputSchema": {"type": "object", "properties": properties, "required": required, "additionalProperties": false},
     })
 }
 
