@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use super::Outcome;
 use crate::check::session::Ctx;
+use crate::inert::inert;
 use crate::jsonschema::{self, Dialect, RegexError, Registry, SchemaError, Validator};
 use crate::rpc::Reply;
 use crate::text::truncate;
@@ -371,7 +372,10 @@ fn violations(v: &Validator<'_>, value: &Value) -> Option<(bool, String)> {
             let mut s: Vec<String> = errors
                 .iter()
                 .take(NAMED_ERRORS)
-                .map(ToString::to_string)
+                .map(|e| {
+                    let text = format!("{}: {} (at {})", at(&e.instance_path), e.kind, e.keyword_path);
+                    inert(&text).into_owned()
+                })
                 .collect();
             if errors.len() > NAMED_ERRORS || truncated {
                 s.push(format!(
@@ -435,7 +439,7 @@ pub fn grade_structured(schema: &Value, result: &Value) -> Vec<(bool, String)> {
 }
 
 /// The opt-in calls' results graded against their tools' outputSchema.
-pub fn structured_content(ctx: &mut Ctx<'_>, calls: &[crate::check::session::OptInCall]) -> Outcome {
+pub fn structured_content(ctx: &Ctx<'_>, calls: &[crate::check::session::OptInCall]) -> Outcome {
     let mut fails = Vec::new();
     let mut warns = Vec::new();
     let mut payloads = Vec::new();
