@@ -119,6 +119,15 @@ fn each_planted_schema_defect_is_a_finding_under_its_own_id() {
         &["`bad_output`", "/properties/n/type"],
         &["`weather`", "`forecast`"],
     );
+    // `hidden_type` accepts any value (its `type` hides behind a draft-07 `$ref`), so no
+    // "wrong-typed" value is sent to it, and the server that refuses the others passes.
+    finds(
+        &report,
+        "robustness.wrong_types",
+        "pass",
+        &["tools rejected wrong-typed arguments"],
+        &["hidden_type"],
+    );
     assert_eq!(
         result(&report, "robustness.structured_content")["status"],
         "skip",
