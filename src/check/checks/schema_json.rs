@@ -79,7 +79,7 @@ pub struct Walk {
     pub arrays_without_items: Vec<String>,
     /// Object schemas without `additionalProperties: false` (or `unevaluatedProperties: false`).
     pub open_objects: Vec<String>,
-    /// The walk stopped at [`MAX_NODES`] or [`MAX_DEPTH`].
+    /// The walk left subschemas out: past [`MAX_NODES`] queued or [`MAX_DEPTH`] deep.
     pub cut: bool,
 }
 
@@ -133,8 +133,21 @@ fn has_type(o: &Map<String, Value>, name: &str) -> bool {
     }
 }
 
+/// Longest location kept: deeper steps are summarized as `/…`, so the walk's pending
+/// locations stay small whatever the schema's keys.
+const MAX_PATH: usize = 512;
+
+/// `path` and one more JSON Pointer step (a long key cut at 64 bytes).
 fn push_token(path: &str, token: &str) -> String {
-    format!("{path}/{}", token.replace('~', "~0").replace('/', "~1"))
+    if path.len() > MAX_PATH {
+        return path.to_string();
+    }
+    let cut = crate::text::cut(token, 64);
+    if path.len() + cut.len() > MAX_PATH {
+        return format!("{path}/…");
+    }
+    let more = if cut.len() < token.len() { "…" } else { "" };
+    format!("{path}/{}{more}", cut.replace('~', "~0").replace('/', "~1"))
 }
 
 /// Walks every subschema of `schema` (bounded), collecting what [`Walk`] holds.
@@ -143,13 +156,13 @@ pub fn walk(schema: &Value) -> Walk {
     let d7 = dialect == Dialect::Draft7;
     let mut w = Walk::default();
     let mut stack: Vec<(&Value, String, usize)> = vec![(schema, String::new(), 0)];
-    let mut seen = 0usize;
+    // Subschemas queued so far: the walk queues at most MAX_NODES, whatever the width.
+    let mut queued = 1usize;
     while let Some((node, path, depth)) = stack.pop() {
         let Value::Object(o) = node else { continue };
-        seen += 1;
-        if seen > MAX_NODES || depth > MAX_DEPTH {
+        if depth > MAX_DEPTH {
             w.cut = true;
-            break;
+            continue;
         }
         if d7 && o.contains_key("$ref") {
             // Draft-07: `$ref` hides its siblings (they are no schema positions).
@@ -171,20 +184,27 @@ pub fn walk(schema: &Value) -> Walk {
             w.open_objects.push(path.clone());
         }
         for (k, v) in o {
+            if queued > MAX_NODES {
+                w.cut = true;
+                break;
+            }
             let here = push_token(&path, k);
             match k.as_str() {
                 "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas"
                 | "dependencies" => {
                     if let Value::Object(m) = v {
-                        for (name, sub) in m {
+                        for (name, sub) in m.iter().take(MAX_NODES.saturating_sub(queued)) {
                             stack.push((sub, push_token(&here, name), depth + 1));
                         }
+                        queued += m.len();
                     }
                 }
                 "items" | "prefixItems" | "allOf" | "anyOf" | "oneOf" if v.is_array() => {
-                    for (i, sub) in v.as_array().into_iter().flatten().enumerate() {
+                    let items = v.as_array().map_or(&[][..], Vec::as_slice);
+                    for (i, sub) in items.iter().enumerate().take(MAX_NODES.saturating_sub(queued)) {
                         stack.push((sub, push_token(&here, &i.to_string()), depth + 1));
                     }
+                    queued += items.len();
                 }
                 "items"
                 | "additionalProperties"
@@ -198,6 +218,7 @@ pub fn walk(schema: &Value) -> Walk {
                 | "unevaluatedItems"
                 | "unevaluatedProperties" => {
                     stack.push((v, here, depth + 1));
+                    queued += 1;
                 }
                 _ => {}
             }
@@ -580,6 +601,34 @@ mod tests {
             )]
         );
         assert!(!w.cut);
+    }
+
+    #[test]
+    fn the_walk_of_a_very_wide_or_very_deep_schema_stops_at_its_bounds() {
+        let props: serde_json::Map<String, Value> = (0..50_000)
+            .map(|i| (format!("p{i}"), json!({"type": "array"})))
+            .collect();
+        let wide = json!({"type": "object", "additionalProperties": false, "properties": props});
+        let w = walk(&wide);
+        assert!(w.cut);
+        let named = w.arrays_without_items.len();
+        assert!((MAX_NODES - 10..MAX_NODES).contains(&named), "{named}");
+
+        let mut deep = json!({"type": "array"});
+        for _ in 0..MAX_DEPTH + 20 {
+            deep = json!({"not": deep});
+        }
+        let w = walk(&deep);
+        assert!(w.cut);
+        assert!(w.arrays_without_items.is_empty());
+        assert!(w.open_objects.is_empty());
+
+        let long_key = "k".repeat(100_000);
+        let w = walk(&json!({"properties": {long_key: {"type": "array"}}, "additionalProperties": false}));
+        assert_eq!(
+            w.arrays_without_items,
+            [format!("/properties/{}…", "k".repeat(64))]
+        );
     }
 
     #[test]
