@@ -79,6 +79,8 @@ pub struct Walk {
     pub arrays_without_items: Vec<String>,
     /// Object schemas without `additionalProperties: false` (or `unevaluatedProperties: false`).
     pub open_objects: Vec<String>,
+    /// Subschemas with `format`: an annotation here, asserted by some clients (ajv-formats).
+    pub formats: usize,
     /// The walk left subschemas out: past [`MAX_NODES`] queued or [`MAX_DEPTH`] deep.
     pub cut: bool,
 }
@@ -173,6 +175,7 @@ pub fn walk(schema: &Value) -> Walk {
                 w.ignored.push((path.clone(), k, why));
             }
         }
+        w.formats += usize::from(o.contains_key("format"));
         if has_type(o, "array") && !o.contains_key("items") && !o.contains_key("prefixItems") {
             w.arrays_without_items.push(path.clone());
         }
@@ -465,6 +468,7 @@ pub fn structured_content(ctx: &Ctx<'_>, calls: &[crate::check::session::OptInCa
     let mut warns = Vec::new();
     let mut payloads = Vec::new();
     let mut graded = 0;
+    let mut formats = 0;
     for (name, reply) in calls {
         let Some(schema) = ctx
             .tool_list()
@@ -480,6 +484,7 @@ pub fn structured_content(ctx: &Ctx<'_>, calls: &[crate::check::session::OptInCa
             continue;
         }
         graded += 1;
+        formats += walk(schema).formats;
         let found = grade_structured(schema, r);
         if found.iter().any(|(f, _)| *f) && payloads.len() < 3 {
             payloads.push(format!(
@@ -497,6 +502,9 @@ pub fn structured_content(ctx: &Ctx<'_>, calls: &[crate::check::session::OptInCa
         return Outcome::skip("no called tool with an outputSchema returned a result");
     }
     match (fails.is_empty(), warns.is_empty()) {
+        (true, true) if formats > 0 => Outcome::pass(format!(
+            "{graded} structured results match their outputSchema (its {formats} `format` keywords are annotations here, not asserted: a client that asserts formats may still refuse a value)"
+        )),
         (true, true) => Outcome::pass(format!("{graded} structured results match their outputSchema")),
         (true, false) => Outcome::warn(warns.join("; ")),
         (false, _) => {
@@ -586,7 +594,8 @@ mod tests {
                 "pair": {"type": "array", "items": [{"type": "number"}]},
                 "opts": {"type": "object", "properties": {"a/b": {"type": "string"}}},
                 "row": {"type": "array", "prefixItems": [{"type": "string"}], "items": false},
-                "properties": {"type": "string"}
+                "properties": {"type": "string"},
+                "when": {"type": "string", "format": "date-time"}
             }
         });
         let w = walk(&schema);
@@ -600,6 +609,7 @@ mod tests {
                 "a 2020-12 keyword, ignored because $schema declares draft-07"
             )]
         );
+        assert_eq!(w.formats, 1);
         assert!(!w.cut);
     }
 
