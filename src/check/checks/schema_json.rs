@@ -118,6 +118,63 @@ fn ignored_in(dialect: Dialect, kw: &str) -> Option<(&'static str, &'static str)
     }
 }
 
+/// Siblings of a draft-07 `$ref` that change nothing when ignored.
+const REF_SIBLINGS_HARMLESS: &[&str] = &[
+    "$ref",
+    "$id",
+    "$schema",
+    "$comment",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "readOnly",
+    "writeOnly",
+    "deprecated",
+    "definitions",
+    "$defs",
+];
+
+/// `kw` as a static name if it is a draft-07 assertion or applicator keyword.
+fn group_keyword(kw: &str) -> Option<&'static str> {
+    const KEYWORDS: &[&str] = &[
+        "type",
+        "enum",
+        "const",
+        "multipleOf",
+        "maximum",
+        "exclusiveMaximum",
+        "minimum",
+        "exclusiveMinimum",
+        "maxLength",
+        "minLength",
+        "pattern",
+        "items",
+        "additionalItems",
+        "maxItems",
+        "minItems",
+        "uniqueItems",
+        "contains",
+        "maxProperties",
+        "minProperties",
+        "required",
+        "properties",
+        "patternProperties",
+        "additionalProperties",
+        "dependencies",
+        "propertyNames",
+        "if",
+        "then",
+        "else",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "format",
+    ];
+    KEYWORDS.iter().find(|k| **k == kw).copied()
+}
+
 /// The dialect `schema` is read in: its `$schema` when known, else 2020-12.
 fn dialect_of(schema: &Value) -> Dialect {
     schema
@@ -167,7 +224,17 @@ pub fn walk(schema: &Value) -> Walk {
             continue;
         }
         if d7 && o.contains_key("$ref") {
-            // Draft-07: `$ref` hides its siblings (they are no schema positions).
+            // Draft-07: `$ref` hides its siblings (they are no schema positions); an
+            // assertion or applicator among them is named, annotations are harmless.
+            for kw in o.keys().filter(|k| !REF_SIBLINGS_HARMLESS.contains(&k.as_str())) {
+                if let Some(k) = group_keyword(kw) {
+                    w.ignored.push((
+                        path.clone(),
+                        k,
+                        "beside $ref in draft-07, which hides its siblings",
+                    ));
+                }
+            }
             continue;
         }
         for kw in o.keys() {
