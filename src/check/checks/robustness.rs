@@ -240,6 +240,9 @@ pub fn result_shape(ctx: &mut Ctx<'_>) -> Outcome {
                 if r.get("isError").is_some_and(|v| !v.is_boolean()) {
                     problems.push(format!("`{name}`: isError is not a boolean"));
                 }
+                if r.get("structuredContent").is_some_and(|sc| !sc.is_object()) {
+                    problems.push(format!("`{name}`: structuredContent is not an object"));
+                }
                 // Whether it matches the outputSchema is robustness.structured_content's.
                 if output_schema.as_ref().is_some_and(Value::is_object)
                     && r.get("structuredContent").is_none()
