@@ -246,7 +246,12 @@ pub fn walk(schema: &Value) -> Walk {
         if has_type(o, "array") && !o.contains_key("items") && !o.contains_key("prefixItems") {
             w.arrays_without_items.push(path.clone());
         }
-        let closed = |k: &str| o.get(k) == Some(&Value::Bool(false));
+        // Closed: any other schema than `true` or `{}` (a typed map counts as closed).
+        let closed = |k: &str| match o.get(k) {
+            None | Some(Value::Bool(true)) => false,
+            Some(Value::Object(m)) => !m.is_empty(),
+            Some(_) => true,
+        };
         if (has_type(o, "object") || o.contains_key("properties"))
             && !closed("additionalProperties")
             && !closed("unevaluatedProperties")
@@ -660,6 +665,8 @@ mod tests {
                 "tags": {"type": "array"},
                 "pair": {"type": "array", "items": [{"type": "number"}]},
                 "opts": {"type": "object", "properties": {"a/b": {"type": "string"}}},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "anything": {"type": "object", "additionalProperties": {}},
                 "row": {"type": "array", "prefixItems": [{"type": "string"}], "items": false},
                 "properties": {"type": "string"},
                 "when": {"type": "string", "format": "date-time"}
@@ -667,7 +674,7 @@ mod tests {
         });
         let w = walk(&schema);
         assert_eq!(w.arrays_without_items, ["/properties/tags"]);
-        assert_eq!(w.open_objects, ["/properties/opts"]);
+        assert_eq!(w.open_objects, ["/properties/opts", "/properties/anything"]);
         assert_eq!(
             w.ignored,
             [(
