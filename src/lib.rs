@@ -72,12 +72,14 @@ pub mod sys;
 pub mod wire;
 
 pub(crate) mod config;
+pub(crate) mod digest_cache;
 pub(crate) mod envelope;
 pub(crate) mod files;
 pub(crate) mod inert;
 pub(crate) mod json_budget;
 pub(crate) mod kit;
 pub(crate) mod program;
+pub(crate) mod progress;
 pub(crate) mod redact;
 pub(crate) mod rpc;
 pub(crate) mod session;

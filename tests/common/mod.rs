@@ -119,6 +119,7 @@ pub fn witness(dir: &TempDir, args: &[&str]) -> Run {
             .args(args)
             .current_dir(dir.path())
             .env("MCP_WITNESS_KEY", dir.join("signing.key"))
+            .env("MCP_WITNESS_DIGEST_CACHE", dir.join("digests"))
             .stdin(Stdio::null()),
     );
     Run::from(out)
