@@ -82,6 +82,8 @@ def derived(b):
             "results": [[r["id"], r["status"]] for r in b["results"]],
             "could_not_run": b["could_not_run"] is not None,
         }
+        if b.get("surface") is not None:
+            observation["surface"] = b["surface"]["sha256"]
     if b["kind"] != "probe":
         if sha256_hex(observation) != b["observation_sha256"]:
             return "observation_sha256 does not match what it digests"
@@ -101,6 +103,8 @@ def derived(b):
         "call": call and {k: call[k] for k in ("tool", "outcome", "result_sha256")},
         "verdict": b["verdict"], "reasons": [r["code"] for r in b["reasons"]],
     }
+    if b.get("surface") is not None:
+        observation["surface"] = b["surface"]["sha256"]
     if sha256_hex(observation) != b["observation_sha256"]:
         return "observation_sha256 does not match what it digests"
     td = b["teardown"] or {}

@@ -27,6 +27,7 @@ pub fn block_body(r: &CheckReport) -> Map<String, Value> {
         "counts": {"pass": c.pass, "warn": c.warn, "fail": c.fail, "skip": c.skip},
         "could_not_run": r.could_not_run,
         "bound": r.bound.map(crate::probe::outcome::Bound::as_str),
+        "surface": r.surface.as_ref().map(crate::surface::Surface::to_json),
         "session": session_json(&r.session),
         "strict": r.strict,
         "duration_ms": r.duration_ms,

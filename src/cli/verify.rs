@@ -96,7 +96,7 @@ fn print_human(r: &crate::evidence::verify::Report) {
             } else {
                 "self-consistent signatures"
             };
-            outln!("intact: {file}: {} blocks{head} ({trust})", r.blocks);
+            outln!("intact: {file}: {}{head} ({trust})", super::count(r.blocks, "block"));
         }
         Some(b) => {
             let seq = b.seq.map(|s| format!(" (seq {s})")).unwrap_or_default();
@@ -104,7 +104,10 @@ fn print_human(r: &crate::evidence::verify::Report) {
             let message = crate::inert::inert(&b.message);
             outln!("BROKEN: {file}: line {}{seq}: {}: {message}", b.line, b.code);
             if r.blocks > 0 {
-                outln!("  the {} blocks before it check", r.blocks);
+                match r.blocks {
+                    1 => outln!("  the block before it checks"),
+                    n => outln!("  the {n} blocks before it check"),
+                }
             }
         }
     }

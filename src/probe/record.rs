@@ -26,8 +26,22 @@ pub fn target_json(t: &TargetSeen) -> Value {
         "era": t.era.as_str(),
         "protocol_version": t.protocol_version,
     });
+    if let Some(source) = t.program_sha256_source {
+        target["program_sha256_source"] = source.as_str().into();
+    }
     target["id"] = BlockKind::Probe.target_id(&target).into();
     target
+}
+
+/// `expected` of a block: the block compared with and what differed (at most 1000 changes).
+fn expected_json(e: &crate::probe::expect::Expected) -> Value {
+    let changes: Vec<Value> = e
+        .changes
+        .iter()
+        .take(1000)
+        .map(crate::surface::Change::to_json)
+        .collect();
+    json!({"seq": e.seq, "hash": e.hash, "changes": changes})
 }
 
 /// The block body of a probe.
@@ -108,6 +122,8 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
         "reasons": reasons,
         "silence": silence,
         "bound": obs.bound.map(Bound::as_str),
+        "surface": obs.surface.as_ref().map(crate::surface::Surface::to_json),
+        "expected": obs.expected.as_ref().map(expected_json),
         "stdout_noise": {"count": tr.noise_count, "lines": noise_lines, "crlf_lines": tr.crlf_lines},
         "messages": {
             "count": tr.messages,

@@ -47,6 +47,7 @@ pub const FIELDS: &[Field] = &[
             Field::req("restarts", Shape::Array(&Shape::Str, None)),
         ]),
     ),
+    Field::opt("surface", super::surface::CHECK),
 ];
 
 pub const SPEC: Spec = Spec {
@@ -79,14 +80,19 @@ fn observation(b: &View<'_>) -> Vec<u8> {
     } else {
         b"true"
     };
-    object(&[
+    let mut members: Vec<(&str, &[u8])> = vec![
         ("program_sha256", target.at("program_sha256").0),
         ("era", b.at("era").0),
         ("protocol_version", b.at("protocol_version").0),
         ("server", b.at("server").0),
         ("results", &results),
         ("could_not_run", could_not_run),
-    ])
+    ];
+    let surface = super::surface::observed(b);
+    if let Some(s) = &surface {
+        members.push(("surface", s.0));
+    }
+    object(&members)
 }
 
 /// Each status is counted in `counts`.
@@ -136,6 +142,7 @@ fn diff(old: &Value, new: &Value, out: &mut Vec<Change>) {
         &old["could_not_run"],
         &new["could_not_run"],
     );
+    super::surface::diff(old, new, out);
 }
 
 #[cfg(test)]

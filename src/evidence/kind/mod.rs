@@ -11,6 +11,7 @@ pub mod check;
 pub mod client;
 pub mod probe;
 pub mod shape;
+pub mod surface;
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -240,6 +241,12 @@ pub enum Change {
     Added { list: &'static str, items: Vec<String> },
     /// Names that left a list.
     Removed { list: &'static str, items: Vec<String> },
+    /// An item of the surface added, removed or changed (which parts), with the start of a
+    /// changed description before and after.
+    Surface {
+        change: crate::surface::Change,
+        description: Option<(Option<String>, Option<String>)>,
+    },
     /// One item of a list (check results, client domains) whose status changed, appeared
     /// (`from` null) or went (`to` null).
     Item {
@@ -273,6 +280,14 @@ impl Change {
             Change::Item { list, id, from, to } => {
                 json!({"change": "item", "list": list, "id": id, "from": from, "to": to})
             }
+            Change::Surface { change, description } => {
+                let mut v = change.to_json();
+                v["list"] = "surface".into();
+                if let Some((from, to)) = description {
+                    v["description"] = json!({"from": from, "to": to});
+                }
+                v
+            }
         }
     }
 
@@ -285,6 +300,19 @@ impl Change {
             }
             Change::Added { list, items } => format!("{list} added: {}", names(items)),
             Change::Removed { list, items } => format!("{list} removed: {}", names(items)),
+            Change::Surface { change, description } => {
+                let mut line = inert(&change.sentence()).into_owned();
+                if let Some((from, to)) = description {
+                    let quote = |t: &Option<String>| {
+                        t.as_deref().map_or_else(
+                            || "(none)".to_string(),
+                            |t| format!("{:?}", crate::text::truncate(&inert(t), 200)),
+                        )
+                    };
+                    line.push_str(&format!(" (description {} -> {})", quote(from), quote(to)));
+                }
+                line
+            }
             Change::Item { list, id, from, to } => match (from, to) {
                 (Some(a), Some(b)) => format!("{}: {} -> {}", inert(id), inert(a), inert(b)),
                 (None, Some(b)) => format!("{}: new ({})", inert(id), inert(b)),

@@ -17,6 +17,7 @@ pub const TARGET: Shape = Shape::Obj(&[
     Field::req("command", STRINGS),
     Field::req("program", Shape::OrNull(&Shape::Str)),
     Field::req("program_sha256", Shape::OrNull(&SHA256)),
+    Field::opt("program_sha256_source", Shape::Enum(&["computed", "cache"])),
     Field::req("cwd", Shape::Str),
     Field::req("env", STRINGS),
     Field::req("era", Shape::Enum(&["legacy", "modern", "auto"])),
@@ -220,7 +221,31 @@ pub const FIELDS: &[Field] = &[
     ),
     Field::req("observation_sha256", SHA256),
     Field::opt("bound", BOUND),
+    Field::opt("surface", super::surface::PROBE),
+    Field::opt("expected", EXPECTED),
 ];
+
+/// `expected`: with `probe --expect`, the block the surface was compared with and what
+/// differed (at most 1000 changes).
+const EXPECTED: Shape = Shape::OrNull(&Shape::Obj(&[
+    Field::req("seq", Shape::Int(1, SAFE)),
+    Field::req("hash", SHA256),
+    Field::req(
+        "changes",
+        Shape::Array(
+            &Shape::Obj(&[
+                Field::req("change", Shape::Enum(&["added", "removed", "changed"])),
+                Field::req(
+                    "kind",
+                    Shape::Enum(&["tool", "resource", "resource_template", "prompt", "instructions"]),
+                ),
+                Field::opt("name", Shape::Str),
+                Field::opt("parts", STRINGS),
+            ]),
+            Some(1000),
+        ),
+    ),
+]));
 
 pub const SPEC: Spec = Spec {
     name: "probe",
@@ -260,7 +285,7 @@ fn observation(b: &View<'_>) -> Vec<u8> {
     let reasons = b.at("reasons").items().unwrap_or_default();
     let codes: Vec<Raw<'_>> = reasons.iter().map(|r| View::of(*r).at("code")).collect();
     let codes = array(codes.iter().map(|c| c.0));
-    object(&[
+    let mut members: Vec<(&str, &[u8])> = vec![
         ("program_sha256", target.at("program_sha256").0),
         ("era", b.at("era").0),
         ("protocol_version", b.at("protocol_version").0),
@@ -270,7 +295,12 @@ fn observation(b: &View<'_>) -> Vec<u8> {
         ("call", &call),
         ("verdict", b.at("verdict").0),
         ("reasons", &codes),
-    ])
+    ];
+    let surface = super::surface::observed(b);
+    if let Some(s) = &surface {
+        members.push(("surface", s.0));
+    }
+    object(&members)
 }
 
 /// An escapee that survived the teardown is among the survivors.
@@ -329,6 +359,7 @@ fn diff(old: &Value, new: &Value, out: &mut Vec<Change>) {
     );
     let call = |v: &Value| json!({"tool": v["call"]["tool"], "outcome": v["call"]["outcome"], "result_sha256": v["call"]["result_sha256"]});
     field_change(out, "call", "call", &call(old), &call(new));
+    super::surface::diff(old, new, out);
 }
 
 #[cfg(test)]
