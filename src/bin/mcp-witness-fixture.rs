@@ -136,11 +136,17 @@
 //!   `check`'s security group (hidden text, lookalike names, hidden instructions,
 //!   contradictory annotations, a secret and a traceback in error replies, a tool that
 //!   changes between two lists); see `fixture/poisoned.rs`.
+//! - `schema-defects`: a self-contained server whose tools each plant one JSON Schema
+//!   defect (`required` a string, an unknown type, a missing or remote `$ref`, an array
+//!   without items, structuredContent violating its outputSchema, …); see
+//!   `fixture/schema_defects.rs`.
 
 #[path = "fixture/hostile.rs"]
 mod hostile;
 #[path = "fixture/poisoned.rs"]
 mod poisoned;
+#[path = "fixture/schema_defects.rs"]
+mod schema_defects;
 
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -304,7 +310,10 @@ fn main() -> ExitCode {
         eprintln!("{}", usage());
         return ExitCode::from(2);
     };
-    if let Some(result) = hostile::run(name, &args).or_else(|| poisoned::run(name)) {
+    if let Some(result) = hostile::run(name, &args)
+        .or_else(|| poisoned::run(name))
+        .or_else(|| schema_defects::run(name))
+    {
         return if result.is_ok() {
             ExitCode::SUCCESS
         } else {
@@ -1211,7 +1220,7 @@ fn tool(name: &str, description: &str, properties: Value, required: &[&str]) -> 
     json!({
         "name": name,
         "description": description,
-        "inputSchema": {"type": "object", "properties": properties, "required": required},
+        "inputSchema": {"type": "object", "properties": properties, "required": required, "additionalProperties": false},
     })
 }
 

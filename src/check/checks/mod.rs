@@ -7,6 +7,7 @@ mod protocol;
 mod robustness;
 
 mod schema;
+mod schema_json;
 mod security;
 
 use super::model::{CheckResult, Severity, Status};
@@ -535,11 +536,81 @@ pub const ALL: &[Check] = &[
     reads(
         TOOLS,
         check(
+            "schema.input_schema.keywords",
+            "every inputSchema keyword has a valid value (required an array of strings, known type names, properties an object, …)",
+            SPEC_TOOLS,
+            "Fix the keyword named: `required` is an array of property names, `type` one of null, boolean, object, array, number, string, integer, `properties` an object of schemas. Clients refuse a tool whose schema does not compile.",
+            schema_json::input_keywords,
+        ),
+    ),
+    reads(
+        TOOLS,
+        check(
+            "schema.input_schema.refs",
+            "every $ref in an inputSchema resolves inside the schema (never fetched)",
+            SPEC_TOOLS,
+            "Point each $ref at a definition in the same schema (`#/$defs/Name`) and bundle remote schemas under $defs: clients do not fetch them.",
+            schema_json::input_refs,
+        ),
+    ),
+    reads(
+        TOOLS,
+        check(
+            "schema.input_schema.dialect",
+            "every inputSchema is 2020-12 or declares draft-07, and uses only its dialect's keywords",
+            SPEC_TOOLS,
+            "Omit $schema (2020-12) or declare http://json-schema.org/draft-07/schema#, and use that dialect's keywords (draft-07 has no prefixItems or unevaluatedProperties; 2020-12 has no additionalItems).",
+            schema_json::input_dialect,
+        ),
+    ),
+    reads(
+        TOOLS,
+        check(
+            "schema.input_schema.patterns",
+            "every pattern in an inputSchema is an ECMAScript regex (warn when this validator cannot run it)",
+            SPEC_TOOLS,
+            "Write `pattern` and `patternProperties` keys as ECMAScript regexes; prefer features every client's engine has (no lookaround, backreferences or \\p{..}).",
+            schema_json::input_patterns,
+        ),
+    ),
+    reads(
+        TOOLS,
+        check(
+            "schema.input_schema.array_items",
+            "every array in an inputSchema declares its items",
+            SPEC_TOOLS,
+            "Give every `\"type\": \"array\"` an `items` schema: OpenAI and Gemini refuse a tool whose array has none.",
+            schema_json::input_array_items,
+        ),
+    ),
+    reads(
+        TOOLS,
+        check(
+            "schema.input_schema.open_object",
+            "argument objects are closed (additionalProperties: false; a warning)",
+            SPEC_TOOLS,
+            "Add `\"additionalProperties\": false` to argument objects, so a misspelt or invented argument is refused instead of silently ignored.",
+            schema_json::input_open_object,
+        ),
+    ),
+    reads(
+        TOOLS,
+        check(
             "schema.output_schema",
             "outputSchema, when given, is an object schema",
             SPEC_TOOLS,
             "Make `outputSchema` a JSON Schema with root type object (clients validate structuredContent against it).",
             schema::output_schema,
+        ),
+    ),
+    reads(
+        TOOLS,
+        check(
+            "schema.output_schema.json_schema",
+            "every outputSchema is a JSON Schema a client can use (keywords, $refs, dialect, patterns)",
+            SPEC_TOOLS,
+            "Fix what is named: clients validate structuredContent against outputSchema and refuse a schema that does not compile.",
+            schema_json::output_json_schema,
         ),
     ),
     reads(
@@ -610,6 +681,16 @@ pub const ALL: &[Check] = &[
             SPEC_TOOLS,
             "Return `{content: [...], isError?: boolean}`; with an outputSchema also structuredContent that matches it.",
             robustness::result_shape,
+        )),
+    ),
+    reads(
+        TOOLS,
+        calls_tools(check(
+            "robustness.structured_content",
+            "structuredContent, and the text block mirroring it, match the tool's outputSchema (opt-in calls)",
+            SPEC_TOOLS,
+            "Return structuredContent that validates against outputSchema (the errors name the instance path and keyword), and the same JSON serialized in a text block.",
+            robustness::structured_content,
         )),
     ),
     reads(

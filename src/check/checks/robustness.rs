@@ -6,6 +6,7 @@
 use serde_json::{Map, Value, json};
 
 use super::Outcome;
+use super::schema_json::confirmed_invalid;
 use crate::check::session::{Ctx, OptInCall};
 use crate::rpc::describe;
 use crate::rpc::{NoReply, Reply};
@@ -139,7 +140,7 @@ pub fn missing_required(ctx: &mut Ctx<'_>) -> Outcome {
     let candidates: Vec<(String, Value)> = ctx
         .tool_list()
         .iter()
-        .filter(|t| requires_arguments(t))
+        .filter(|t| requires_arguments(t) && confirmed_invalid(t, &json!({})))
         .filter_map(|t| name_of(t).map(|n| (n, json!({}))))
         .collect();
     probe_calls(ctx, candidates, "required arguments missing", Outcome::fail)
@@ -170,10 +171,12 @@ pub fn wrong_types(ctx: &mut Ctx<'_>) -> Outcome {
                 .iter()
                 .filter_map(|(k, p)| wrong_value(p).map(|v| (k.clone(), v)))
                 .collect();
-            if args.is_empty() {
+            let args = Value::Object(args);
+            // Only arguments the schema really refuses (a union type may accept them).
+            if args.as_object().is_some_and(Map::is_empty) || !confirmed_invalid(t, &args) {
                 None
             } else {
-                Some((name_of(t)?, Value::Object(args)))
+                Some((name_of(t)?, args))
             }
         })
         .collect();
@@ -237,28 +240,17 @@ pub fn result_shape(ctx: &mut Ctx<'_>) -> Outcome {
                 if r.get("isError").is_some_and(|v| !v.is_boolean()) {
                     problems.push(format!("`{name}`: isError is not a boolean"));
                 }
-                if let Some(schema) = output_schema.as_ref().and_then(Value::as_object) {
-                    match r.get("structuredContent") {
-                        None if r.get("isError") != Some(&Value::Bool(true)) => problems.push(format!(
-                            "`{name}`: has an outputSchema but returned no structuredContent"
-                        )),
-                        Some(sc) => {
-                            let missing: Vec<&str> = schema
-                                .get("required")
-                                .and_then(Value::as_array)
-                                .map(|r| {
-                                    r.iter()
-                                        .filter_map(Value::as_str)
-                                        .filter(|k| sc.get(*k).is_none())
-                                        .collect()
-                                })
-                                .unwrap_or_default();
-                            if !sc.is_object() || !missing.is_empty() {
-                                problems.push(format!("`{name}`: structuredContent does not match outputSchema (missing {missing:?})"));
-                            }
-                        }
-                        None => {}
-                    }
+                if r.get("structuredContent").is_some_and(|sc| !sc.is_object()) {
+                    problems.push(format!("`{name}`: structuredContent is not an object"));
+                }
+                // Whether it matches the outputSchema is robustness.structured_content's.
+                if output_schema.as_ref().is_some_and(Value::is_object)
+                    && r.get("structuredContent").is_none()
+                    && r.get("isError") != Some(&Value::Bool(true))
+                {
+                    problems.push(format!(
+                        "`{name}`: has an outputSchema but returned no structuredContent"
+                    ));
                 }
             }
             Ok(Reply::Error { .. }) => {}
@@ -273,6 +265,14 @@ pub fn result_shape(ctx: &mut Ctx<'_>) -> Outcome {
     } else {
         Outcome::fail(problems.join("; ")).with(exchanges.join("\n"))
     }
+}
+
+pub fn structured_content(ctx: &mut Ctx<'_>) -> Outcome {
+    let calls = match opt_in_calls(ctx) {
+        Ok(c) => c,
+        Err(o) => return o,
+    };
+    super::schema_json::structured_content(ctx, &calls)
 }
 
 pub fn result_size(ctx: &mut Ctx<'_>) -> Outcome {
