@@ -111,6 +111,8 @@ pub struct Ctx<'o> {
     pub tools: Listing,
     pub resources: Listing,
     pub prompts: Listing,
+    /// `resources/templates/list`, walked when `resources` is declared and a check reads it.
+    pub templates: Listing,
     pub could_not_run: Option<String>,
     pub redactor: Redactor,
     pub teardown: Option<Teardown>,
@@ -170,6 +172,7 @@ impl<'o> Ctx<'o> {
             tools: Listing::not_fetched(false),
             resources: Listing::not_fetched(false),
             prompts: Listing::not_fetched(false),
+            templates: Listing::not_fetched(false),
             could_not_run: None,
             redactor: prepared.redactor,
             teardown: None,
@@ -207,6 +210,7 @@ impl<'o> Ctx<'o> {
         ctx.handshake(&prefetch.side_runs);
         if ctx.could_not_run.is_none() {
             ctx.walk_lists(&prefetch.lists);
+            ctx.walk_templates(&prefetch.lists);
         }
         ctx
     }
@@ -323,8 +327,42 @@ impl<'o> Ctx<'o> {
                 List::Tools => self.tools = listing,
                 List::Resources => self.resources = listing,
                 List::Prompts => self.prompts = listing,
+                List::Templates => self.templates = listing,
             }
         }
+    }
+
+    /// Walks `resources/templates/list` (part of the `resources` capability) when a check
+    /// reads it.
+    fn walk_templates(&mut self, wanted: &[List]) {
+        let declared = self.capabilities().is_some_and(|c| c.contains_key("resources"));
+        let mut listing = match self.rpc.as_mut() {
+            Some(rpc) if declared && wanted.contains(&List::Templates) => crate::session::walk(
+                rpc,
+                &self.envelope,
+                self.opts.server.timeout,
+                ListSpec::TEMPLATES,
+                &mut |_, _| {},
+            ),
+            _ => Listing::not_fetched(declared),
+        };
+        listing.declared = declared;
+        self.templates = listing;
+    }
+
+    /// The capabilities the server declared (initialize or server/discover), when an object.
+    pub fn capabilities(&self) -> Option<&Map<String, Value>> {
+        self.init.as_ref()?.get("capabilities")?.as_object()
+    }
+
+    /// `params` as the session's era sends them (`_meta` added in the modern era).
+    pub fn wrap(&self, params: Option<Value>) -> Option<Value> {
+        self.envelope.wrap(params)
+    }
+
+    /// Sends a notification on the main session; false when it could not be sent.
+    pub fn notify(&mut self, method: &str, params: Option<Value>) -> bool {
+        self.rpc.as_mut().is_some_and(|rpc| rpc.notify(method, params))
     }
 
     /// Walks tools/list again on the main session, for `security.tool_list_drift`.
