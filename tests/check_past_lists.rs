@@ -27,8 +27,8 @@ const NEW_CHECKS: &[&str] = &[
     "protocol.meta.unknown_keys",
     "protocol.notification.cancel_unknown",
     "protocol.notification.no_reply",
-    "protocol.server_requests",
-    "protocol.logging.undeclared",
+    "traffic.server_requests",
+    "traffic.log_undeclared",
 ];
 
 /// Runs `check --json --no-record` of a fixture behaviour: (exit code, report).
@@ -87,7 +87,7 @@ fn every_planted_defect_past_the_lists_and_every_negative_case_is_named_by_its_i
         ("protocol.meta.unknown_keys", "fail"),
         ("protocol.notification.cancel_unknown", "fail"),
         ("protocol.notification.no_reply", "fail"),
-        ("protocol.server_requests", "fail"),
+        ("traffic.server_requests", "fail"),
     ];
     for (id, status) in expected {
         assert_eq!(
@@ -101,10 +101,10 @@ fn every_planted_defect_past_the_lists_and_every_negative_case_is_named_by_its_i
     assert!(message(&report, "protocol.capabilities.client_only").contains("`sampling`"));
     assert!(message(&report, "protocol.prompts.get").contains("role `system`"));
     assert!(message(&report, "protocol.batch").contains("JSON array"));
-    assert!(message(&report, "protocol.server_requests").contains("sampling/createMessage"));
+    assert!(message(&report, "traffic.server_requests").contains("sampling/createMessage"));
     assert!(message(&report, "protocol.resources.read").contains("-32603"));
     // It declares `logging`, so its log-less run is no finding of that check.
-    assert_eq!(got["protocol.logging.undeclared"], "pass");
+    assert_eq!(got["traffic.log_undeclared"], "pass");
 }
 
 #[test]
@@ -112,13 +112,13 @@ fn a_log_notification_without_the_logging_capability_is_a_failure() {
     let (code, report) = check(&[], "past-undeclared-log");
     assert_eq!(code, 1, "{report:#}");
     let got = statuses(&report);
-    assert_eq!(got["protocol.logging.undeclared"], "fail");
-    assert!(message(&report, "protocol.logging.undeclared").contains("1 notifications/message"));
+    assert_eq!(got["traffic.log_undeclared"], "fail");
+    assert!(message(&report, "traffic.log_undeclared").contains("1 notifications/message"));
     // Without `logging` there is no setLevel to try; nothing else is wrong with it.
     assert_eq!(got["protocol.logging.set_level"], "skip");
     let others: Vec<_> = got
         .iter()
-        .filter(|(id, s)| *id != "protocol.logging.undeclared" && (*s == "warn" || *s == "fail"))
+        .filter(|(id, s)| *id != "traffic.log_undeclared" && (*s == "warn" || *s == "fail"))
         .collect();
     assert!(others.is_empty(), "{others:?}");
 }
@@ -126,10 +126,10 @@ fn a_log_notification_without_the_logging_capability_is_a_failure() {
 #[test]
 fn a_server_request_for_roots_the_client_never_declared_is_a_failure() {
     // `chatty` sends a ping (allowed) and a roots/list after `initialized`.
-    let (code, report) = check(&["--only", "protocol.server_requests"], "chatty");
+    let (code, report) = check(&["--only", "traffic.server_requests"], "chatty");
     assert_eq!(code, 1, "{report:#}");
-    assert_eq!(statuses(&report)["protocol.server_requests"], "fail");
-    let text = message(&report, "protocol.server_requests");
+    assert_eq!(statuses(&report)["traffic.server_requests"], "fail");
+    let text = message(&report, "traffic.server_requests");
     assert!(text.contains("roots/list (needs `roots`)"), "{text}");
     assert!(!text.contains("ping"), "{text}");
 }

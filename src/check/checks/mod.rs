@@ -1,5 +1,5 @@
-//! Every check, in the order they run: read-only checks first, robustness next, hygiene last
-//! (it grades what the others left behind). Adding a check is adding one item to `ALL`.
+//! Every check, in the order they run: read-only checks first, robustness next, then what the
+//! run saw on the wire (traffic) and hygiene last (they grade what the others left behind). Adding a check is adding one item to `ALL`.
 
 mod hygiene;
 mod negative;
@@ -843,14 +843,14 @@ pub const ALL: &[Check] = &[
         ),
     ),
     check(
-        "protocol.server_requests",
+        "traffic.server_requests",
         "the server requests no client capability mcp-witness did not declare (it declares none: no sampling, roots or elicitation)",
         SPEC_LIFECYCLE,
         "Check the client's capabilities before sending sampling/createMessage, roots/list or elicitation/create; send none when they are not declared (and no request at all in the modern era).",
         negative::server_requests,
     ),
     check(
-        "protocol.logging.undeclared",
+        "traffic.log_undeclared",
         "no log notification (notifications/message) without the logging capability",
         SPEC_LOGGING,
         "Declare `logging` in your capabilities if you send notifications/message, or log to stderr instead.",
