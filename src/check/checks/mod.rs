@@ -910,6 +910,12 @@ mod tests {
             }
         );
         assert_eq!(Prefetch::of(only("schema")).lists, [List::Tools]);
+        // Completion reads a prompt argument or, failing that, a template variable.
+        assert_eq!(
+            Prefetch::of(only("protocol.completion")).lists,
+            [List::Prompts, List::Templates]
+        );
+        assert_eq!(Prefetch::of(only("protocol.batch")), Prefetch::default());
         assert_eq!(
             Prefetch::of(only("pagination")).lists,
             [List::Tools, List::Resources, List::Prompts]
