@@ -106,6 +106,8 @@ pub struct Rpc {
     /// What one reply may build (see `json_budget`): `Budget::REPLY` unless a caller that
     /// needs only a few short fields of a reply asks for less.
     pub parse_budget: Budget,
+    /// The method of the request being waited for, for the progress line.
+    awaiting: &'static str,
     /// Raw lines sent (`send_raw`) whose error reply, with `id: null` when the line could not
     /// be parsed, may still come: each such reply is theirs, not a failure of a request.
     raw_unanswered: u64,
@@ -124,6 +126,7 @@ impl Rpc {
             deadline: None,
             parse_budget: Budget::REPLY,
             raw_unanswered: 0,
+            awaiting: "",
             replies_with_secrets: 0,
         }
     }
@@ -198,7 +201,10 @@ impl Rpc {
                 };
             }
         }
-        self.wait_for(&Value::from(id), timeout.saturating_sub(started.elapsed()))
+        self.awaiting = progress_name(method);
+        let reply = self.wait_for(&Value::from(id), timeout.saturating_sub(started.elapsed()));
+        self.awaiting = "";
+        reply
     }
 
     /// Queues a message, waiting at most `WRITE_WAIT` for room (a server that never reads
@@ -239,15 +245,26 @@ impl Rpc {
         if exited {
             deadline = deadline.min(Instant::now() + DRAIN_AFTER_EXIT);
         }
-        loop {
+        let shown = crate::progress::enabled() && !self.awaiting.is_empty();
+        let result = 'wait: loop {
             if exited && self.wire.output_closed() {
-                return Err(NoReply::Exited);
+                break Err(NoReply::Exited);
             }
-            let Some(event) = self.wire.next(deadline) else {
-                if exited {
-                    return Err(NoReply::Exited);
+            // With a progress line, wake once a second to rewrite it.
+            let slice = if shown {
+                deadline.min(Instant::now() + crate::progress::AFTER)
+            } else {
+                deadline
+            };
+            let Some(event) = self.wire.next(slice) else {
+                if slice < deadline && !exited {
+                    crate::progress::waiting(self.awaiting, start.elapsed(), deadline - start);
+                    continue;
                 }
-                return Err(NoReply::Timeout {
+                if exited {
+                    break Err(NoReply::Exited);
+                }
+                break Err(NoReply::Timeout {
                     waited_ms: start.elapsed().as_millis() as u64,
                 });
             };
@@ -264,20 +281,24 @@ impl Rpc {
                         let until = Instant::now() + DRAIN_AFTER_EXIT;
                         while self.wire.exit().is_none() {
                             if self.wire.next(until).is_none() && Instant::now() >= until {
-                                return Err(NoReply::StdoutClosed);
+                                break 'wait Err(NoReply::StdoutClosed);
                             }
                         }
-                        return Err(NoReply::Exited);
+                        break Err(NoReply::Exited);
                     }
                 }
-                WireEvent::Frame(Frame::Oversize(bytes)) => return Err(NoReply::Oversize { bytes }),
+                WireEvent::Frame(Frame::Oversize(bytes)) => break Err(NoReply::Oversize { bytes }),
                 WireEvent::Frame(Frame::Line(line)) => {
                     if let Some(reply) = self.on_line(&line, accept, pending) {
-                        return reply;
+                        break reply;
                     }
                 }
             }
+        };
+        if shown {
+            crate::progress::clear();
         }
+        result
     }
 
     /// Handles one stdout line; returns the reply if it is the one awaited (or why the
@@ -464,6 +485,29 @@ pub fn describe_no_reply(why: &NoReply) -> String {
             crate::text::truncate(message, 200)
         ),
     }
+}
+
+/// The name a progress line gives a request: ours, from the crate's own vocabulary.
+fn progress_name(method: &str) -> &'static str {
+    const KNOWN: &[&str] = &[
+        "initialize",
+        "server/discover",
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/read",
+        "resources/templates/list",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+        "logging/setLevel",
+        "ping",
+    ];
+    KNOWN
+        .iter()
+        .find(|m| **m == method)
+        .copied()
+        .unwrap_or("server's")
 }
 
 fn classify_reply(mut msg: Map<String, Value>) -> Reply {

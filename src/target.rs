@@ -86,6 +86,7 @@ fn describe(o: &ServerOptions) -> Prepared {
         command: redactor.argv(&o.command),
         program: None,
         program_sha256: None,
+        program_sha256_source: None,
         cwd: cwd.display().to_string(),
         env_names,
         era: o.era,
@@ -98,11 +99,14 @@ fn describe(o: &ServerOptions) -> Prepared {
     }
 }
 
+/// The program's digest being computed (or read from the cache) on a thread.
+pub type DigestJob = JoinHandle<std::io::Result<(String, crate::digest_cache::Source)>>;
+
 /// How to start the server, and the program's digest being computed on a thread (a large
 /// interpreter takes tens of milliseconds to hash; the handshake need not wait for it).
 pub struct Launch {
     pub spec: SpawnSpec,
-    pub digest: JoinHandle<std::io::Result<String>>,
+    pub digest: DigestJob,
 }
 
 impl Prepared {
@@ -123,7 +127,8 @@ impl Prepared {
             .map_err(|e| format!("cannot start the server: {e}"))?;
         self.target.program = Some(path.display().to_string());
         let hashed = path.clone();
-        let digest = std::thread::spawn(move || program::sha256_file(&hashed));
+        let cache = crate::digest_cache::folder();
+        let digest = std::thread::spawn(move || crate::digest_cache::sha256(&hashed, cache.as_deref()));
         let spec = SpawnSpec {
             program: path,
             argv0: name.clone(),

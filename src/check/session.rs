@@ -16,6 +16,7 @@ use crate::probe::outcome::{Bound, Silence, TargetSeen};
 use crate::redact::Redactor;
 use crate::rpc::{NoReply, Reply, Rpc, Traffic};
 use crate::session::{Connector, Envelope, HandshakeError, ListSpec, Listing, Plan};
+use crate::surface::{ItemKind, Surface};
 use crate::text::truncate;
 use crate::wire::stdio::{Server, SpawnSpec, StderrLog, Teardown};
 
@@ -105,6 +106,8 @@ pub struct Ctx<'o> {
     pub protocol_version: Option<String>,
     /// What every request of the main session carries (`_meta` in the modern era).
     envelope: Envelope,
+    /// The surface of the lists walked up front.
+    surface: Option<crate::surface::Surface>,
     /// The initialize (legacy) or server/discover (modern) result.
     pub init: Option<Map<String, Value>>,
     pub server: Option<ServerInfo>,
@@ -146,7 +149,7 @@ pub struct Ctx<'o> {
     target: TargetSeen,
     stamp: clock::Stamp,
     host: String,
-    digest: Option<JoinHandle<std::io::Result<String>>>,
+    digest: Option<crate::target::DigestJob>,
 }
 
 impl<'o> Ctx<'o> {
@@ -167,6 +170,7 @@ impl<'o> Ctx<'o> {
                 version: DEFAULT_LEGACY.into(),
                 client: CLIENT_NAME,
             },
+            surface: None,
             init: None,
             server: None,
             tools: Listing::not_fetched(false),
@@ -210,7 +214,6 @@ impl<'o> Ctx<'o> {
         ctx.handshake(&prefetch.side_runs);
         if ctx.could_not_run.is_none() {
             ctx.walk_lists(&prefetch.lists);
-            ctx.walk_templates(&prefetch.lists);
         }
         ctx
     }
@@ -250,7 +253,12 @@ impl<'o> Ctx<'o> {
             {
                 self.note_silence(step, *waited_ms);
             }
-            self.could_not_run = Some(e.sentence());
+            let hint = match self.bound {
+                Some(Bound::Deadline) => "; the run's --deadline passed (raise it with --deadline)",
+                Some(Bound::Timeout) => "; raise the wait with --timeout",
+                None => "",
+            };
+            self.could_not_run = Some(format!("{}{hint}", e.sentence()));
         }
     }
 
@@ -306,20 +314,36 @@ impl<'o> Ctx<'o> {
             .and_then(|i| i.get("capabilities"))
             .cloned()
             .unwrap_or(Value::Null);
-        for (list, cap, spec) in [
-            (List::Tools, "tools", ListSpec::TOOLS),
-            (List::Resources, "resources", ListSpec::RESOURCES),
-            (List::Prompts, "prompts", ListSpec::PROMPTS),
+        let mut surface = Surface::new(self.init.as_ref().and_then(|i| i.get("instructions")));
+        for (list, cap, spec, kind) in [
+            (List::Tools, "tools", ListSpec::TOOLS, ItemKind::Tool),
+            (
+                List::Resources,
+                "resources",
+                ListSpec::RESOURCES,
+                ItemKind::Resource,
+            ),
+            // Part of the `resources` capability; walked only for the checks that read it.
+            (
+                List::Templates,
+                "resources",
+                ListSpec::TEMPLATES,
+                ItemKind::ResourceTemplate,
+            ),
+            (List::Prompts, "prompts", ListSpec::PROMPTS, ItemKind::Prompt),
         ] {
             let declared = caps.get(cap).is_some();
             let mut listing = match self.rpc.as_mut() {
-                Some(rpc) if declared && wanted.contains(&list) => crate::session::walk(
-                    rpc,
-                    &self.envelope,
-                    self.opts.server.timeout,
-                    spec,
-                    &mut |_, _| {},
-                ),
+                Some(rpc) if declared && wanted.contains(&list) => {
+                    surface.listed(kind);
+                    crate::session::walk(
+                        rpc,
+                        &self.envelope,
+                        self.opts.server.timeout,
+                        spec,
+                        &mut |_, item| surface.add(kind, item),
+                    )
+                }
                 _ => Listing::not_fetched(declared),
             };
             listing.declared = declared;
@@ -330,24 +354,7 @@ impl<'o> Ctx<'o> {
                 List::Templates => self.templates = listing,
             }
         }
-    }
-
-    /// Walks `resources/templates/list` (part of the `resources` capability) when a check
-    /// reads it.
-    fn walk_templates(&mut self, wanted: &[List]) {
-        let declared = self.capabilities().is_some_and(|c| c.contains_key("resources"));
-        let mut listing = match self.rpc.as_mut() {
-            Some(rpc) if declared && wanted.contains(&List::Templates) => crate::session::walk(
-                rpc,
-                &self.envelope,
-                self.opts.server.timeout,
-                ListSpec::TEMPLATES,
-                &mut |_, _| {},
-            ),
-            _ => Listing::not_fetched(declared),
-        };
-        listing.declared = declared;
-        self.templates = listing;
+        self.surface = Some(surface);
     }
 
     /// The capabilities the server declared (initialize or server/discover), when an object.
@@ -701,9 +708,10 @@ impl<'o> Ctx<'o> {
         self.stop_main();
         self.join_side_runs();
         if let Some(h) = self.digest.take()
-            && let Ok(Ok(hex)) = h.join()
+            && let Ok(Ok((hex, source))) = h.join()
         {
             self.target.program_sha256 = Some(hex);
+            self.target.program_sha256_source = Some(source);
         }
         CheckReport {
             stamp: self.stamp,
@@ -713,6 +721,7 @@ impl<'o> Ctx<'o> {
             protocol_version: self.protocol_version,
             server: self.server,
             results,
+            surface: self.surface,
             could_not_run: self.could_not_run,
             bound: self.bound,
             session: SessionSeen {

@@ -13,10 +13,7 @@ use crate::wire::stdio::ExitInfo;
 /// Probe a stdio MCP server: handshake, list every page of tools, optionally call one tool,
 /// tear the server down, record a signed evidence block.
 #[derive(Debug, Args)]
-#[command(
-    group(ArgGroup::new("target").required(true).args(["command", "config"])),
-    after_help = "Exit codes: 0 pass, 1 fail, 3 inconclusive (the server stayed silent while alive), 2 usage error or evidence not written."
-)]
+#[command(group(ArgGroup::new("target").required(true).args(["command", "config"])))]
 pub struct ProbeArgs {
     #[command(flatten)]
     server: ServerArgs,
@@ -37,6 +34,10 @@ pub struct ProbeArgs {
     /// Append only if the observation differs from the latest block of the same target.
     #[arg(long, conflicts_with = "no_record")]
     if_changed: bool,
+    /// Pin the surface: compare it with the latest passing block of the same target in FILE
+    /// (which must verify intact); any changed tool or part is a fail (`surface_changed`).
+    #[arg(long, value_name = "FILE")]
+    expect: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: ProbeArgs) -> u8 {
@@ -48,7 +49,23 @@ pub fn run(args: ProbeArgs) -> u8 {
         Ok(r) => r,
         Err(e) => return super::error(e),
     };
-    let obs = probe(&opts);
+    if let Some(file) = &args.expect
+        && let Err(e) = crate::files::open_read(file, "--expect file")
+    {
+        return super::error(e);
+    }
+    let mut obs = probe(&opts);
+    if let Some(file) = &args.expect {
+        match crate::probe::expect::expect(&mut obs, file) {
+            Ok(expected) => obs.expected = Some(expected),
+            Err(e) => {
+                if !args.json {
+                    print_summary(&obs);
+                }
+                return super::error(e);
+            }
+        }
+    }
     let body = record::block_body(&obs);
     let verdict_code = obs.verdict.exit_code();
     match recorder.record(body.clone(), args.if_changed) {

@@ -46,6 +46,9 @@ pub struct ServerArgs {
     /// Bound on one stdout line, in bytes; a longer line is a fail.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_LINE)]
     pub max_line: usize,
+    /// Show no progress line on stderr (it is shown only on a terminal, during waits over 1 s).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     /// The server command and its arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -84,6 +87,8 @@ impl ServerArgs {
             }
             _ => (self.command.clone(), Vec::new(), None),
         };
+        // The progress line is for a person watching a terminal, never for a log or a pipe.
+        crate::progress::enable(!self.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()));
         if command.is_empty() {
             return Err(format!(
                 "no server command: put it after `--`, e.g. `mcp-witness {verb} -- npx -y my-server`"

@@ -5,20 +5,19 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::json;
 
+use crate::evidence::id;
 use crate::evidence::keys;
 use crate::evidence::verify::{Expectations, verify_file};
-use crate::hex;
 
 /// Check every hash, link and signature of evidence files, naming the first broken line.
 #[derive(Debug, Args)]
-#[command(after_help = "Exit codes: 0 intact, 1 broken or untrusted, 2 usage error or unreadable file.")]
 pub struct VerifyArgs {
     /// A trusted public key (`ed25519:<hex>`, as `mcp-witness key` prints) or a file of them,
     /// one per line. Repeatable. A block signed by any other key is a failure.
     #[arg(long, value_name = "PUBKEY|FILE")]
     trust: Vec<String>,
     /// Fail unless a block with this hash is in the file (detects truncation and rollback
-    /// past an anchored head).
+    /// past an anchored head). A unique prefix of at least 8 hex digits will do.
     #[arg(long, value_name = "HASH")]
     head: Option<String>,
     /// Print a machine-readable report.
@@ -34,21 +33,28 @@ pub fn run(args: VerifyArgs) -> u8 {
         Ok(k) => k,
         Err(e) => return super::error(e),
     };
-    if let Some(h) = &args.head
-        && hex::decode_exact::<32>(h).is_none()
-    {
-        return super::error(format!(
-            "--head `{h}` is not a block hash (64 lower-case hex digits)"
-        ));
-    }
-    let expect = Expectations {
-        trusted,
-        head: args.head.clone(),
+    let head = match args.head.as_deref().map(|h| id::parse("--head", h)).transpose() {
+        Ok(h) => h,
+        Err(e) => return super::error(e),
     };
+    let expect = Expectations { trusted, head };
     let mut reports = Vec::new();
     let mut code = 0u8;
     for file in &args.files {
         match verify_file(file, &expect) {
+            Ok(report) if report.ambiguous_head.is_some() => {
+                let n = report.ambiguous_head.unwrap_or_default();
+                let message = format!(
+                    "--head `{}` matches {n} blocks of {}: give more hex digits",
+                    expect.head.as_deref().unwrap_or_default(),
+                    file.display()
+                );
+                code = super::EXIT_USAGE;
+                if !args.json {
+                    super::error(&message);
+                }
+                reports.push(json!({"file": file.display().to_string(), "unreadable": message}));
+            }
             Ok(report) => {
                 if !report.intact() && code == 0 {
                     code = 1;

@@ -34,6 +34,7 @@ impl Run<'_> {
         self.obs.timings.discover = hs.discover_ms;
         self.obs.timings.initialize = hs.initialize_ms;
         self.envelope = hs.envelope();
+        self.instructions = hs.result.as_ref().and_then(|r| r.get("instructions")).cloned();
         if let Err(e) = outcome {
             return Err(self.handshake_failed(e));
         }

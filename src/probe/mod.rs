@@ -3,6 +3,7 @@
 //! inconclusive. Never guesses other message formats: silence is recorded and the probe stops.
 
 mod call;
+pub mod expect;
 pub(crate) mod handshake;
 pub mod outcome;
 pub mod record;
@@ -57,6 +58,8 @@ pub(crate) struct Run<'o> {
     rpc: Option<Rpc>,
     /// What every request of the session carries (`_meta` in the modern era).
     envelope: crate::session::Envelope,
+    /// The handshake's `instructions`, as replied (redacted), for the surface.
+    instructions: Option<Value>,
     obs: Observation,
     redactor: Redactor,
     started: Instant,
@@ -95,6 +98,8 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
         server: None,
         capabilities: None,
         tools: None,
+        surface: None,
+        expected: None,
         call: None,
         verdict: Verdict::Fail,
         reasons: Vec::new(),
@@ -120,6 +125,7 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
             version: requested.clone(),
             client: crate::mcp::CLIENT_NAME,
         },
+        instructions: None,
         obs,
         redactor,
         started: Instant::now(),
@@ -139,7 +145,7 @@ impl Run<'_> {
     fn resolve(
         &mut self,
         launched: Result<crate::target::Launch, String>,
-    ) -> Option<std::thread::JoinHandle<std::io::Result<String>>> {
+    ) -> Option<crate::target::DigestJob> {
         match launched {
             Ok(launch) => {
                 self.spec = Some(launch.spec);
@@ -303,7 +309,7 @@ impl Run<'_> {
         Some(teardown)
     }
 
-    fn finish(mut self, digest: Option<std::thread::JoinHandle<std::io::Result<String>>>) -> Observation {
+    fn finish(mut self, digest: Option<crate::target::DigestJob>) -> Observation {
         if let Some(rpc) = &self.rpc {
             self.obs.timings.first_stdout = rpc.wire().stats().first_output_ms;
         }
@@ -321,7 +327,10 @@ impl Run<'_> {
         self.obs.stderr_bytes = self.stderr_total;
         if let Some(handle) = digest {
             match handle.join() {
-                Ok(Ok(hex)) => self.obs.target.program_sha256 = Some(hex),
+                Ok(Ok((hex, source))) => {
+                    self.obs.target.program_sha256 = Some(hex);
+                    self.obs.target.program_sha256_source = Some(source);
+                }
                 Ok(Err(e)) => {
                     self.fail(
                         ReasonCode::ProgramUnreadable,

@@ -25,6 +25,7 @@ impl Verdict {
     }
 
     /// The exit code of `probe`: 0 pass, 1 fail, 3 inconclusive.
+    /// The process exit code that says this verdict (`cli::help::exit` names them).
     pub fn exit_code(self) -> u8 {
         match self {
             Verdict::Pass => 0,
@@ -65,6 +66,7 @@ pub enum ReasonCode {
     TooManyPages,
     NoTools,
     InvalidTool,
+    SurfaceChanged,
 }
 
 impl ReasonCode {
@@ -97,6 +99,7 @@ impl ReasonCode {
         ReasonCode::TooManyPages,
         ReasonCode::NoTools,
         ReasonCode::InvalidTool,
+        ReasonCode::SurfaceChanged,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -128,6 +131,7 @@ impl ReasonCode {
             ReasonCode::TooManyPages => "too_many_pages",
             ReasonCode::NoTools => "no_tools",
             ReasonCode::InvalidTool => "invalid_tool",
+            ReasonCode::SurfaceChanged => "surface_changed",
         }
     }
 }
@@ -264,6 +268,8 @@ pub struct TargetSeen {
     pub command: Vec<String>,
     pub program: Option<String>,
     pub program_sha256: Option<String>,
+    /// Whether the digest was computed this run or taken from the digest cache.
+    pub program_sha256_source: Option<crate::digest_cache::Source>,
     pub cwd: String,
     pub env_names: Vec<String>,
     /// The era asked for (what was used is `Observation::era`).
@@ -297,6 +303,10 @@ pub struct Observation {
     pub server: Option<ServerInfo>,
     pub capabilities: Option<Value>,
     pub tools: Option<ToolsSeen>,
+    /// What a client sees, as digests: every tool and its parts, and the instructions.
+    pub surface: Option<crate::surface::Surface>,
+    /// With `--expect`: the block the surface was compared with, and what differed.
+    pub expected: Option<super::expect::Expected>,
     pub call: Option<CallSeen>,
     pub verdict: Verdict,
     pub reasons: Vec<Reason>,

@@ -2,33 +2,22 @@
 //! hash and signature are added by the evidence layer).
 
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use super::outcome::{Bound, Observation, TargetSeen};
 use crate::evidence::canonical;
-use crate::hex;
+use crate::evidence::kind::BlockKind;
 use crate::wire::stdio::ExitInfo;
 
-fn sha256_hex(value: &Value) -> String {
-    hex::encode(&Sha256::digest(canonical::to_bytes(value)))
-}
-
 /// The target's identity: what was run, where, with which variables (names only), asking
-/// for which era and protocol version. Probes of one target are comparable (`--if-changed`).
+/// for which era and protocol version (`evidence::kind::probe::identity` says which fields).
+/// Probes of one target are comparable (`--if-changed`).
 pub fn target_id(t: &TargetSeen) -> String {
-    sha256_hex(&json!({
-        "command": t.command,
-        "cwd": t.cwd,
-        "env": t.env_names,
-        "era": t.era.as_str(),
-        "protocol_version": t.protocol_version,
-    }))
+    target_json(t)["id"].as_str().unwrap_or_default().to_string()
 }
 
 /// The `target` object of a block.
 pub fn target_json(t: &TargetSeen) -> Value {
-    json!({
-        "id": target_id(t),
+    let mut target = json!({
         "command": t.command,
         "program": t.program,
         "program_sha256": t.program_sha256,
@@ -36,7 +25,9 @@ pub fn target_json(t: &TargetSeen) -> Value {
         "env": t.env_names,
         "era": t.era.as_str(),
         "protocol_version": t.protocol_version,
-    })
+    });
+    target["id"] = BlockKind::Probe.target_id(&target).into();
+    target
 }
 
 /// The block body of a probe.
@@ -103,19 +94,6 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
     });
     let tm = &obs.timings;
 
-    // What was observed, without when or how fast: equal digests mean nothing changed.
-    let observation = json!({
-        "program_sha256": t.program_sha256,
-        "era": obs.era.as_str(),
-        "protocol_version": obs.protocol_version,
-        "server": server,
-        "capabilities": obs.capabilities,
-        "tools": obs.tools.as_ref().map(|t| json!({"count": t.count, "names": t.names})),
-        "call": obs.call.as_ref().map(|c| json!({"tool": c.tool, "outcome": c.outcome.as_str(), "result_sha256": c.result_sha256})),
-        "verdict": obs.verdict.as_str(),
-        "reasons": obs.reasons.iter().map(|r| r.code.as_str()).collect::<Vec<_>>(),
-    });
-
     let fields = json!({
         "target": target,
         "era": obs.era.as_str(),
@@ -152,7 +130,7 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
             "total": tm.total,
         },
         "teardown": teardown,
-        "observation_sha256": sha256_hex(&observation),
     });
-    crate::evidence::block::body("probe", &obs.stamp, &obs.host, fields)
+    // observation_sha256 is the kind's digest of these fields: equal digests mean nothing changed.
+    crate::evidence::block::body(BlockKind::Probe, &obs.stamp, &obs.host, fields)
 }

@@ -9,6 +9,7 @@ use super::outcome::ToolsSeen;
 use super::{Run, Step};
 use crate::rpc::Reply;
 use crate::session::{ListSpec, ListStop, MAX_PAGES};
+use crate::surface::ItemKind;
 use crate::text::truncate;
 
 /// Names beyond this many (or this many bytes in all) are not recorded: a block stays bounded.
@@ -35,7 +36,9 @@ impl Run<'_> {
         let Some(rpc) = self.rpc.as_mut() else {
             return Ok(());
         };
+        let mut surface = crate::surface::Surface::new(self.instructions.as_ref());
         let listing = crate::session::walk(rpc, &self.envelope, timeout, spec, &mut |index, tool| {
+            surface.add(ItemKind::Tool, tool);
             let name = tool.get("name").and_then(Value::as_str);
             match name {
                 Some(n) if seen.names_complete => {
@@ -58,6 +61,9 @@ impl Run<'_> {
                 });
             }
         });
+        if listing.stop.is_none() {
+            self.obs.surface = Some(surface);
+        }
         seen.count = listing.items_seen;
         seen.pages = listing.requests;
         self.obs.timings.tools_list = Some(listing.elapsed_ms);

@@ -9,6 +9,10 @@
 //!    server-everything.
 //! 5. what the security group adds to `check`: the suite with `--skip security` against the
 //!    whole suite, on the poisoned fixture and on 10,000 tools of about 2 KB each.
+//! 6. JSON Schema validation (`mcp_witness::jsonschema`) of tool arguments against a typical
+//!    MCP tool `inputSchema`, against parsing the same arguments from JSON text.
+//! 7. what the checks past the lists, the negative protocol cases and the traffic group add to
+//!    a check of server-everything (`--skip` of them against the whole suite).
 //!
 //! `MCP_WITNESS_BENCH_BLOCKS` changes the 100,000; `MCP_WITNESS_BENCH_RUNS` the repetitions;
 //! `MCP_WITNESS_BENCH_KEEP=1` keeps the generated files for a closer look.
@@ -71,6 +75,7 @@ fn main() {
     append_cost(&dir, &big, &key, runs.max(20));
     check_vs_probe(&dir, env_usize("MCP_WITNESS_BENCH_CHECK_RUNS", 7));
     security_cost(&dir, env_usize("MCP_WITNESS_BENCH_CHECK_RUNS", 7));
+    schema_validation();
     past_lists_cost(&dir, env_usize("MCP_WITNESS_BENCH_CHECK_RUNS", 7));
     if std::env::var_os("MCP_WITNESS_BENCH_KEEP").is_some() {
         println!("   (kept {})", dir.display());
@@ -408,7 +413,7 @@ const PAST_LISTS: &[&str] = &[
     "traffic",
 ];
 
-/// 6. what the checks past the lists and the negative cases add to a check of server-everything.
+/// 7. what the checks past the lists and the negative cases add to a check of server-everything.
 fn past_lists_cost(dir: &Path, runs: usize) {
     let everything = Path::new(env!("CARGO_MANIFEST_DIR")).join(
         "target/reference-servers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
@@ -443,7 +448,7 @@ fn past_lists_cost(dir: &Path, runs: usize) {
     }
     let (a, b) = (median(without), median(with));
     println!(
-        "6. check of server-everything: without the checks past the lists and the negative cases {:.0} ms | with them {:.0} ms | added {:.0} ms",
+        "7. check of server-everything: without the checks past the lists and the negative cases {:.0} ms | with them {:.0} ms | added {:.0} ms",
         ms(a),
         ms(b),
         ms(b) - ms(a)
@@ -480,5 +485,63 @@ fn append_cost(dir: &Path, big: &Path, key: &SigningKey, runs: usize) {
         ms(s),
         ms(l),
         ms(l) / ms(s)
+    );
+}
+
+/// 6. What validating one tool call's arguments costs, beside parsing them.
+fn schema_validation() {
+    use mcp_witness::jsonschema::{Dialect, Registry, Validator};
+    // Shaped like the tools of server-filesystem and server-everything: nested objects, an
+    // enum, a pattern, a $ref to $defs, required members, additionalProperties false.
+    let schema: Value = serde_json::from_str(
+        r##"{"type":"object","properties":{
+            "path":{"type":"string","minLength":1,"pattern":"^[^\\u0000]+$"},
+            "edits":{"type":"array","items":{"$ref":"#/$defs/edit"},"maxItems":100},
+            "mode":{"enum":["text","json","binary"]},
+            "depth":{"type":"integer","minimum":0,"maximum":32},
+            "dryRun":{"type":"boolean","default":false}},
+          "required":["path","edits"],"additionalProperties":false,
+          "$defs":{"edit":{"type":"object","properties":{
+            "oldText":{"type":"string"},"newText":{"type":"string"}},
+            "required":["oldText","newText"],"additionalProperties":false}}}"##,
+    )
+    .unwrap();
+    let text = r#"{"path":"/srv/data/notes.txt","edits":[{"oldText":"a","newText":"b"},{"oldText":"hello world","newText":"bye"},{"oldText":"x","newText":"y"}],"mode":"text","depth":3,"dryRun":true}"#;
+    let args: Value = serde_json::from_str(text).unwrap();
+    let bad: Value = serde_json::from_str(
+        r#"{"path":"","edits":[{"oldText":"a"},{"oldText":1,"newText":"b","x":0}],"mode":"xml","depth":-1,"extra":true}"#,
+    )
+    .unwrap();
+    let registry = Registry::new();
+    let n = 20_000u32;
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / f64::from(n);
+    let start = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(Validator::new(&schema, Dialect::default(), &registry).unwrap());
+    }
+    let index = per(start.elapsed());
+    let v = Validator::new(&schema, Dialect::default(), &registry).unwrap();
+    let time = |f: &dyn Fn()| {
+        let start = Instant::now();
+        for _ in 0..n {
+            f();
+        }
+        per(start.elapsed())
+    };
+    assert!(v.validate(&args).is_valid() && !v.validate(&bad).is_valid());
+    let parse = time(&|| {
+        std::hint::black_box(serde_json::from_str::<Value>(std::hint::black_box(text)).unwrap());
+    });
+    let valid = time(&|| {
+        std::hint::black_box(v.validate(std::hint::black_box(&args)));
+    });
+    let invalid = time(&|| {
+        std::hint::black_box(v.validate(std::hint::black_box(&bad)));
+    });
+    let quick = time(&|| {
+        std::hint::black_box(v.is_valid(std::hint::black_box(&bad)));
+    });
+    println!(
+        "6. JSON Schema, typical tool inputSchema: parse the arguments {parse:.2} µs (baseline) | validate valid {valid:.2} µs | invalid with errors {invalid:.2} µs | yes/no of invalid {quick:.2} µs | index the schema {index:.2} µs"
     );
 }

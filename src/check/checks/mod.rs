@@ -45,6 +45,8 @@ pub struct Needs {
     pub side_runs: &'static [&'static str],
     /// Only on this transport (skipped on others).
     pub transport: Option<crate::wire::Transport>,
+    /// Calls tools with valid arguments: runs only with `--call-tools` or `--safe-tool`.
+    pub calls: bool,
 }
 
 /// A list the session walks up front.
@@ -182,6 +184,7 @@ const fn check(
             lists: &[],
             side_runs: &[],
             transport: None,
+            calls: false,
         },
         input: Input::Valid,
         run,
@@ -237,6 +240,17 @@ const fn stdio_only(c: Check) -> Check {
     Check {
         needs: Needs {
             transport: Some(crate::wire::Transport::Stdio),
+            ..c.needs
+        },
+        ..c
+    }
+}
+
+/// Reads the results of tools called with valid arguments (opt-in).
+const fn calls_tools(c: Check) -> Check {
+    Check {
+        needs: Needs {
+            calls: true,
             ..c.needs
         },
         ..c
@@ -710,23 +724,23 @@ pub const ALL: &[Check] = &[
     ),
     reads(
         TOOLS,
-        check(
+        calls_tools(check(
             "robustness.result_shape",
             "tool results have a content array and a boolean isError (opt-in calls)",
             SPEC_TOOLS,
             "Return `{content: [...], isError?: boolean}`; with an outputSchema also structuredContent that matches it.",
             robustness::result_shape,
-        ),
+        )),
     ),
     reads(
         TOOLS,
-        check(
+        calls_tools(check(
             "robustness.result_size",
             "tool results are not too large (warn 8,000 tokens, fail 25,000; opt-in calls)",
             SPEC_TOOLS,
             "Page or summarize large results: a huge result crowds out the model's context.",
             robustness::result_size,
-        ),
+        )),
     ),
     reads(
         TOOLS,
