@@ -498,20 +498,22 @@ pub const ALL: &[Check] = &[
         "Ignore `_meta` keys you do not know: clients and proxies add their own, and the spec reserves only the io.modelcontextprotocol/ prefix.",
         negative::unknown_meta,
     ),
-    check(
+    // Notifications it does not expect: what they provoke is not held against it, and a
+    // server that dies of one is started again.
+    rejects(check(
         "protocol.notification.cancel_unknown",
         "notifications/cancelled for an unknown request id is ignored (no reply, the session goes on)",
         SPEC_CANCELLATION,
         "Ignore a cancellation of a request you do not know (it may have finished already); never answer a notification.",
         negative::cancel_unknown,
-    ),
-    check(
+    )),
+    rejects(check(
         "protocol.notification.no_reply",
         "an unknown notification gets no reply",
         SPEC_BASE,
         "Never answer a notification, not even with an error: it has no id, and the receiver MUST NOT respond.",
         negative::notification_no_reply,
-    ),
+    )),
     reads(
         TOOLS,
         check(
