@@ -44,6 +44,10 @@ pub struct Traffic {
     pub answers_not_sent: u64,
     pub max_line: usize,
     pub messages: u64,
+    /// Lines that were a JSON array: batch replies (no batch is MCP since 2025-06-18).
+    pub array_lines: u64,
+    /// `notifications/message` (log) notifications, counted past the names kept.
+    pub log_messages: u64,
 }
 
 /// A reply to one request.
@@ -315,6 +319,9 @@ impl Rpc {
             LineKind::Object(body) => body,
             LineKind::Noise(kind) => {
                 self.traffic.noise_count += 1;
+                if kind == Noise::NotObject && line.trim_ascii_start().first() == Some(&b'[') {
+                    self.traffic.array_lines += 1;
+                }
                 if self.traffic.noise.len() < NOISE_KEEP {
                     // Redact the whole line first, so no part of a secret survives the cut.
                     let text = String::from_utf8_lossy(&line[..line.len().min(NOISE_SCAN_BYTES)]);
@@ -337,6 +344,9 @@ impl Rpc {
             }
             (Some(method), _) => {
                 self.traffic.notification_count += 1;
+                if matches!(method, Method::Name(m) if m == "notifications/message") {
+                    self.traffic.log_messages += 1;
+                }
                 if self.traffic.notifications.len() < NAMES_KEEP {
                     // Redact before the cut, so no part of a secret survives it.
                     let name = match method {

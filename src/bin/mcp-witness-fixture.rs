@@ -10,7 +10,8 @@
 //! Baseline (`correct`): the legacy era, protocol 2025-11-25. `initialize`
 //! echoes the requested protocol version if it is one of 2024-11-05,
 //! 2025-03-26, 2025-06-18, 2025-11-25 and answers 2025-11-25 otherwise;
-//! `notifications/initialized` is accepted silently; `ping` returns `{}`;
+//! `notifications/initialized` is accepted silently (a second `initialize` is
+//! -32600, except in `bad`); `ping` returns `{}`;
 //! `tools/list` returns `echo` (string `text`), `add` (numbers `a`, `b`) and
 //! `get_time` (no arguments); `tools/call` runs them, an unknown tool is error
 //! -32602 "Unknown tool: X" and bad arguments (missing, wrong-typed, or not
@@ -140,9 +141,14 @@
 //!   defect (`required` a string, an unknown type, a missing or remote `$ref`, an array
 //!   without items, structuredContent violating its outputSchema, …); see
 //!   `fixture/schema_defects.rs`.
+//! - `past-clean`, `past-defects`, `past-undeclared-log`: self-contained servers with
+//!   resources, templates, prompts, completions and logging, clean or with one defect per
+//!   check past the lists and per negative protocol case; see `fixture/past.rs`.
 
 #[path = "fixture/hostile.rs"]
 mod hostile;
+#[path = "fixture/past.rs"]
+mod past;
 #[path = "fixture/poisoned.rs"]
 mod poisoned;
 #[path = "fixture/schema_defects.rs"]
@@ -313,6 +319,7 @@ fn main() -> ExitCode {
     if let Some(result) = hostile::run(name, &args)
         .or_else(|| poisoned::run(name))
         .or_else(|| schema_defects::run(name))
+        .or_else(|| past::run(name))
     {
         return if result.is_ok() {
             ExitCode::SUCCESS
@@ -574,6 +581,8 @@ struct Server {
     awaiting: Vec<&'static str>,
     /// Client requests held back until `awaiting` is empty.
     deferred: VecDeque<(Value, String, Value)>,
+    /// An initialize was answered with a result: another one is -32600.
+    initialized: bool,
 }
 
 impl Server {
@@ -588,6 +597,7 @@ impl Server {
             out: Output { eol, open: true },
             awaiting: Vec::new(),
             deferred: VecDeque::new(),
+            initialized: false,
         }
     }
 
@@ -715,11 +725,17 @@ impl Server {
         }
         let modern =
             self.behaviour == Modern && (method == "server/discover" || meta(params, META_VERSION).is_some());
+        let again = method == "initialize" && !modern && self.initialized && self.behaviour != Bad;
         let reply = if modern {
             check_modern_meta(params).and_then(|()| self.dispatch(method, params, true))
+        } else if again {
+            Err(RpcError::new(-32600, "Already initialized"))
         } else {
             self.dispatch(method, params, false)
         };
+        if method == "initialize" && !modern && reply.is_ok() {
+            self.initialized = true;
+        }
         let message = match reply {
             Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
             Err(error) => error.to_message(&id),

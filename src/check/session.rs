@@ -114,6 +114,8 @@ pub struct Ctx<'o> {
     pub tools: Listing,
     pub resources: Listing,
     pub prompts: Listing,
+    /// `resources/templates/list`, walked when `resources` is declared and a check reads it.
+    pub templates: Listing,
     pub could_not_run: Option<String>,
     pub redactor: Redactor,
     pub teardown: Option<Teardown>,
@@ -174,6 +176,7 @@ impl<'o> Ctx<'o> {
             tools: Listing::not_fetched(false),
             resources: Listing::not_fetched(false),
             prompts: Listing::not_fetched(false),
+            templates: Listing::not_fetched(false),
             could_not_run: None,
             redactor: prepared.redactor,
             teardown: None,
@@ -320,6 +323,13 @@ impl<'o> Ctx<'o> {
                 ListSpec::RESOURCES,
                 ItemKind::Resource,
             ),
+            // Part of the `resources` capability; walked only for the checks that read it.
+            (
+                List::Templates,
+                "resources",
+                ListSpec::TEMPLATES,
+                ItemKind::ResourceTemplate,
+            ),
             (List::Prompts, "prompts", ListSpec::PROMPTS, ItemKind::Prompt),
         ] {
             let declared = caps.get(cap).is_some();
@@ -341,9 +351,25 @@ impl<'o> Ctx<'o> {
                 List::Tools => self.tools = listing,
                 List::Resources => self.resources = listing,
                 List::Prompts => self.prompts = listing,
+                List::Templates => self.templates = listing,
             }
         }
         self.surface = Some(surface);
+    }
+
+    /// The capabilities the server declared (initialize or server/discover), when an object.
+    pub fn capabilities(&self) -> Option<&Map<String, Value>> {
+        self.init.as_ref()?.get("capabilities")?.as_object()
+    }
+
+    /// `params` as the session's era sends them (`_meta` added in the modern era).
+    pub fn wrap(&self, params: Option<Value>) -> Option<Value> {
+        self.envelope.wrap(params)
+    }
+
+    /// Sends a notification on the main session; false when it could not be sent.
+    pub fn notify(&mut self, method: &str, params: Option<Value>) -> bool {
+        self.rpc.as_mut().is_some_and(|rpc| rpc.notify(method, params))
     }
 
     /// Walks tools/list again on the main session, for `security.tool_list_drift`.

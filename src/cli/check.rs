@@ -11,7 +11,9 @@ use crate::check::{CheckOptions, record, report};
 /// Check a stdio MCP server for conformance, robustness and security (hidden text, lookalike
 /// names, hidden instructions, leaks in error replies, a tool list that changes), and record the
 /// results as a signed evidence block. Tools are called with valid arguments only when allowed (--call-tools,
-/// --safe-tool); otherwise only with invalid ones, which a correct server rejects.
+/// --safe-tool); otherwise only with invalid ones, which a correct server rejects. Resources and
+/// prompts, read-only by the specification, are read: the first 3 of each (resources/read,
+/// prompts/get), with one completion/complete and logging/setLevel info when declared.
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("target").required(true).args(["command", "config", "list"])))]
 pub struct CheckArgs {

@@ -340,6 +340,14 @@ impl<W: Write> Serve<W> {
     /// The reply to a request, and the domain it mutated, if any.
     fn handle(&mut self, method: &str, params: &Value) -> (Result<Value, (i64, String)>, Option<Domain>) {
         let text = |s: String| json!({"content": [{"type": "text", "text": s}]});
+        if method == "initialize" && self.state.initialized {
+            let why = "already initialized: initialize is the first request of a session, and only that";
+            return (Err((-32600, why.into())), None);
+        }
+        if method.ends_with("/list") && params.get("cursor").is_some_and(|c| !c.is_null()) {
+            let why = "invalid cursor: every list of this server is one page";
+            return (Err((-32602, why.into())), None);
+        }
         let reply = match method {
             "initialize" => {
                 let asked = params.get("protocolVersion").and_then(Value::as_str);

@@ -382,5 +382,7 @@ pub(crate) fn merge_traffic(mut a: crate::rpc::Traffic, b: crate::rpc::Traffic) 
     a.answers_not_sent += b.answers_not_sent;
     a.max_line = a.max_line.max(b.max_line);
     a.messages += b.messages;
+    a.array_lines += b.array_lines;
+    a.log_messages += b.log_messages;
     a
 }

@@ -1,4 +1,5 @@
-//! The paginated walk of a list method (`tools/list`, `resources/list`, `prompts/list`, …):
+//! The paginated walk of a list method (`tools/list`, `resources/list`, `prompts/list`,
+//! `resources/templates/list`):
 //! cursors followed until absent, a repeated cursor or too many pages stop it, and every
 //! item is shown to the caller once. What is kept is bounded however much the server lists.
 
@@ -37,6 +38,8 @@ impl ListSpec {
     pub const TOOLS: ListSpec = ListSpec::new("tools/list", "tools", "name");
     pub const RESOURCES: ListSpec = ListSpec::new("resources/list", "resources", "uri");
     pub const PROMPTS: ListSpec = ListSpec::new("prompts/list", "prompts", "name");
+    pub const TEMPLATES: ListSpec =
+        ListSpec::new("resources/templates/list", "resourceTemplates", "uriTemplate");
 
     const fn new(method: &'static str, key: &'static str, name_key: &'static str) -> ListSpec {
         ListSpec {
@@ -110,6 +113,15 @@ impl Listing {
             Some(ListStop::RepeatedCursor(c)) => Some(c),
             _ => None,
         }
+    }
+
+    /// The first page was refused with -32601 (Method not found).
+    pub fn method_not_found(&self) -> bool {
+        self.pages == 0
+            && matches!(
+                &self.stop,
+                Some(ListStop::Reply(Ok(Reply::Error { code: -32601, .. })))
+            )
     }
 
     /// What stopped the walk, in words, other than a repeated cursor.

@@ -11,6 +11,8 @@
 //!    whole suite, on the poisoned fixture and on 10,000 tools of about 2 KB each.
 //! 6. JSON Schema validation (`mcp_witness::jsonschema`) of tool arguments against a typical
 //!    MCP tool `inputSchema`, against parsing the same arguments from JSON text.
+//! 7. what the checks past the lists, the negative protocol cases and the traffic group add to
+//!    a check of server-everything (`--skip` of them against the whole suite).
 //!
 //! `MCP_WITNESS_BENCH_BLOCKS` changes the 100,000; `MCP_WITNESS_BENCH_RUNS` the repetitions;
 //! `MCP_WITNESS_BENCH_KEEP=1` keeps the generated files for a closer look.
@@ -74,6 +76,7 @@ fn main() {
     check_vs_probe(&dir, env_usize("MCP_WITNESS_BENCH_CHECK_RUNS", 7));
     security_cost(&dir, env_usize("MCP_WITNESS_BENCH_CHECK_RUNS", 7));
     schema_validation();
+    past_lists_cost(&dir, env_usize("MCP_WITNESS_BENCH_CHECK_RUNS", 7));
     if std::env::var_os("MCP_WITNESS_BENCH_KEEP").is_some() {
         println!("   (kept {})", dir.display());
     } else {
@@ -392,6 +395,64 @@ fn security_cost(dir: &Path, runs: usize) {
             ms(b) - ms(a)
         );
     }
+}
+
+/// The checks past the lists, the negative protocol cases and the traffic group (issue 12,
+/// parts 3 and 4), as `--skip` prefixes.
+const PAST_LISTS: &[&str] = &[
+    "protocol.capabilities.client_only",
+    "protocol.resources",
+    "protocol.prompts",
+    "protocol.completion",
+    "protocol.logging",
+    "protocol.batch",
+    "protocol.second_initialize",
+    "protocol.invalid_cursor",
+    "protocol.meta",
+    "protocol.notification",
+    "traffic",
+];
+
+/// 7. what the checks past the lists and the negative cases add to a check of server-everything.
+fn past_lists_cost(dir: &Path, runs: usize) {
+    let everything = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "target/reference-servers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    if !everything.exists() {
+        println!("   (server-everything not installed: run tests/setup/install-reference-servers)");
+        return;
+    }
+    let key = dir.join("past.key");
+    let skips: Vec<&str> = PAST_LISTS.iter().flat_map(|id| ["--skip", id]).collect();
+    let time = |skip: bool| {
+        let start = Instant::now();
+        let status = Command::new(WITNESS)
+            .args(["check", "--no-record", "--key", key.to_str().unwrap()])
+            .args(if skip { &skips[..] } else { &[][..] })
+            .arg("--")
+            .args(["node", &everything.display().to_string(), "stdio"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(
+            status.code().is_some_and(|c| c <= 1),
+            "check of server-everything could not run"
+        );
+        start.elapsed()
+    };
+    let (mut without, mut with) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        without.push(time(true));
+        with.push(time(false));
+    }
+    let (a, b) = (median(without), median(with));
+    println!(
+        "7. check of server-everything: without the checks past the lists and the negative cases {:.0} ms | with them {:.0} ms | added {:.0} ms",
+        ms(a),
+        ms(b),
+        ms(b) - ms(a)
+    );
 }
 
 /// 3. append cost must not grow with the file.

@@ -1,9 +1,11 @@
-//! Every check, in the order they run: read-only checks first, robustness next, hygiene last
-//! (it grades what the others left behind). Adding a check is adding one item to `ALL`.
+//! Every check, in the order they run: read-only checks first, robustness next, then what the
+//! run saw on the wire (traffic) and hygiene last (they grade what the others left behind). Adding a check is adding one item to `ALL`.
 
 mod hygiene;
+mod negative;
 mod pagination;
 mod protocol;
+mod reads;
 mod robustness;
 
 mod schema;
@@ -54,6 +56,8 @@ pub enum List {
     Tools,
     Resources,
     Prompts,
+    /// `resources/templates/list` (walked when `resources` is declared).
+    Templates,
 }
 
 /// What the selected checks need prepared before the first one runs.
@@ -273,6 +277,16 @@ pub(crate) const SPEC_VERSIONING: &str =
     "https://modelcontextprotocol.io/specification/2026-07-28/basic/versioning";
 pub(crate) const SPEC_SECURITY: &str =
     "https://modelcontextprotocol.io/specification/2025-11-25/basic/security_best_practices";
+const SPEC_RESOURCES: &str = "https://modelcontextprotocol.io/specification/2025-11-25/server/resources";
+const SPEC_PROMPTS: &str = "https://modelcontextprotocol.io/specification/2025-11-25/server/prompts";
+const SPEC_COMPLETION: &str =
+    "https://modelcontextprotocol.io/specification/2025-11-25/server/utilities/completion";
+const SPEC_LOGGING: &str =
+    "https://modelcontextprotocol.io/specification/2025-11-25/server/utilities/logging";
+const SPEC_CANCELLATION: &str =
+    "https://modelcontextprotocol.io/specification/2025-11-25/basic/utilities/cancellation";
+const SPEC_CHANGELOG_BATCH: &str = "https://modelcontextprotocol.io/specification/2025-06-18/changelog";
+const SPEC_SCHEMA: &str = "https://modelcontextprotocol.io/specification/2025-11-25/schema";
 /// Unicode Technical Report #36, Unicode Security Considerations (invisible and bidi text).
 const UNICODE_SECURITY: &str = "https://www.unicode.org/reports/tr36/";
 /// Unicode Technical Standard #39, Unicode Security Mechanisms (confusables, mixed script).
@@ -392,6 +406,114 @@ pub const ALL: &[Check] = &[
         SPEC_VERSIONING,
         "Requests must carry `_meta` with protocolVersion and clientCapabilities; reject one without with -32602.",
         protocol::modern_missing_meta,
+    )),
+    check(
+        "protocol.capabilities.client_only",
+        "the server declares no client capability (sampling, roots, elicitation)",
+        SPEC_SCHEMA,
+        "Remove `sampling`, `roots` and `elicitation` from the server's capabilities: they are what a client offers, and a client reading them may send requests you do not serve.",
+        reads::client_only_capabilities,
+    ),
+    reads(
+        &[List::Resources],
+        check(
+            "protocol.resources.read",
+            "resources/read of the first listed resources (3, each under 1 MiB) returns contents with uri and text or blob",
+            SPEC_RESOURCES,
+            "Make every listed resource readable: answer resources/read with `{contents: [{uri, mimeType?, text | blob}]}` for each URI resources/list gives.",
+            reads::resources_read,
+        ),
+    ),
+    reads(
+        &[List::Templates],
+        check(
+            "protocol.resources.templates",
+            "resources/templates/list answers resourceTemplates (each with uriTemplate and name) or -32601",
+            SPEC_RESOURCES,
+            "Answer resources/templates/list with `{resourceTemplates: [{uriTemplate, name, ...}]}` (an empty array when you have none).",
+            reads::resource_templates,
+        ),
+    ),
+    reads(
+        &[List::Prompts],
+        check(
+            "protocol.prompts.get",
+            "prompts/get of the first listed prompts (3, required arguments filled with a placeholder) returns user/assistant messages",
+            SPEC_PROMPTS,
+            "Answer prompts/get of every listed prompt with `{messages: [{role: \"user\"|\"assistant\", content: {type, ...}}]}`; a value you cannot take is error -32602.",
+            reads::prompts_get,
+        ),
+    ),
+    reads(
+        &[List::Prompts],
+        rejects(check(
+            "protocol.prompts.missing_argument",
+            "prompts/get without a required argument gets error -32602",
+            SPEC_PROMPTS,
+            "Validate prompt arguments: a missing required argument is error -32602 (Invalid params), not a prompt built from nothing.",
+            reads::prompt_missing_argument,
+        )),
+    ),
+    reads(
+        &[List::Prompts, List::Templates],
+        check(
+            "protocol.completion",
+            "declared completions answer completion/complete (for a prompt argument or a template variable) with at most 100 string values",
+            SPEC_COMPLETION,
+            "Declare `completions` only if completion/complete works; answer `{completion: {values: [...], total?, hasMore?}}` (empty values when you have no suggestion).",
+            reads::completion,
+        ),
+    ),
+    check(
+        "protocol.logging.set_level",
+        "declared logging answers logging/setLevel (legacy era)",
+        SPEC_LOGGING,
+        "Declare `logging` only if logging/setLevel works: answer it with `{}` and send notifications/message at or above that level.",
+        reads::logging_set_level,
+    ),
+    malformed(check(
+        "protocol.batch",
+        "a JSON-RPC batch is not processed (batches are removed from 2025-06-18 on)",
+        SPEC_CHANGELOG_BATCH,
+        "Reject a JSON array line with error -32600 (or drop it): MCP has no batches since 2025-06-18, and clients never expect an array reply.",
+        negative::batch,
+    )),
+    rejects(check(
+        "protocol.second_initialize",
+        "a second initialize in the same session is rejected (legacy era)",
+        SPEC_LIFECYCLE,
+        "Answer an initialize after the first with an error (-32600, as the Go SDK does): initialize is the first interaction of a session, and a repeat must not renegotiate its version or capabilities.",
+        negative::second_initialize,
+    )),
+    rejects(check(
+        "protocol.invalid_cursor",
+        "a cursor the server never handed out gets error -32602",
+        SPEC_PAGINATION,
+        "Validate cursors: answer one you did not issue with error -32602 (Invalid params) instead of a page.",
+        negative::invalid_cursor,
+    )),
+    check(
+        "protocol.meta.unknown_keys",
+        "a request with an unknown _meta key still succeeds",
+        SPEC_BASE,
+        "Ignore `_meta` keys you do not know: clients and proxies add their own, and the spec reserves only the io.modelcontextprotocol/ prefix.",
+        negative::unknown_meta,
+    ),
+    // Notifications it does not expect: what they provoke is not held against it, and a
+    // server that dies of one is started again.
+    rejects(check(
+        "protocol.notification.cancel_unknown",
+        "notifications/cancelled for an unknown request id is ignored (no reply, the session goes on)",
+        SPEC_CANCELLATION,
+        "Ignore a cancellation of a request you do not know (it may have finished already); never answer a notification.",
+        negative::cancel_unknown,
+    )),
+    rejects(check(
+        "protocol.notification.no_reply",
+        "an unknown notification gets no reply",
+        SPEC_BASE,
+        "Never answer a notification, not even with an error: it has no id, and the receiver MUST NOT respond.",
+        negative::notification_no_reply,
     )),
     reads(
         TOOLS,
@@ -817,6 +939,20 @@ pub const ALL: &[Check] = &[
             security::tool_list_drift,
         ),
     ),
+    check(
+        "traffic.server_requests",
+        "the server requests no client capability mcp-witness did not declare (it declares none: no sampling, roots or elicitation)",
+        SPEC_LIFECYCLE,
+        "Check the client's capabilities before sending sampling/createMessage, roots/list or elicitation/create; send none when they are not declared (and no request at all in the modern era).",
+        negative::server_requests,
+    ),
+    check(
+        "traffic.log_undeclared",
+        "no log notification (notifications/message) without the logging capability",
+        SPEC_LOGGING,
+        "Declare `logging` in your capabilities if you send notifications/message, or log to stderr instead.",
+        negative::log_without_capability,
+    ),
     stdio_only(check(
         "hygiene.stdout_purity",
         "stdout carries only JSON-RPC messages",
@@ -871,6 +1007,12 @@ mod tests {
             }
         );
         assert_eq!(Prefetch::of(only("schema")).lists, [List::Tools]);
+        // Completion reads a prompt argument or, failing that, a template variable.
+        assert_eq!(
+            Prefetch::of(only("protocol.completion")).lists,
+            [List::Prompts, List::Templates]
+        );
+        assert_eq!(Prefetch::of(only("protocol.batch")), Prefetch::default());
         assert_eq!(
             Prefetch::of(only("pagination")).lists,
             [List::Tools, List::Resources, List::Prompts]

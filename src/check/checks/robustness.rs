@@ -321,11 +321,13 @@ pub fn malformed_input(ctx: &mut Ctx<'_>) -> Outcome {
     }
     // Replies to those are allowed and ignored; the request after them shows whether the
     // server is still there and still answering (a crash ends the wait at once).
-    let reply = if ctx.tools.declared {
-        ctx.request("tools/list", None)
-    } else {
-        ctx.request("ping", None)
+    // Without tools, a request every server of the era answers (the modern era has no ping).
+    let after = match (ctx.tools.declared, ctx.era) {
+        (true, _) => "tools/list",
+        (false, crate::mcp::Era::Modern) => "server/discover",
+        (false, crate::mcp::Era::Legacy) => "ping",
     };
+    let reply = ctx.request(after, None);
     let payload = format!(
         "sent: {}\nthen: {}\nreceived: {}",
         lines
@@ -333,7 +335,7 @@ pub fn malformed_input(ctx: &mut Ctx<'_>) -> Outcome {
             .map(|l| String::from_utf8_lossy(l))
             .collect::<Vec<_>>()
             .join("\n      "),
-        if ctx.tools.declared { "tools/list" } else { "ping" },
+        after,
         received(&reply)
     );
     match reply {
