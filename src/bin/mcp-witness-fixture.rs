@@ -110,7 +110,7 @@
 //!   modern `_meta`) with -32022 listing only version "2099-01-01".
 //! - `busy-start <MS>`: burns CPU for MS milliseconds before reading stdin.
 //! - `record-starts <FILE>`: like `correct`, and appends "start PID NANOS" to
-//!   FILE when it starts and "initialized PID NANOS" when it has answered
+//!   FILE when it starts and "initialized PID NANOS" just before it answers
 //!   `initialize` (NANOS: since the Unix epoch).
 //! - `bad`: legacy era only, a catalogue of conformance defects for a checker
 //!   to find. It first prints "Server running on stdio" and an npm warning on
@@ -754,10 +754,15 @@ impl Server {
             };
             self.out.send(&decoy)?;
         }
+        // Recorded before the reply leaves, so the record's time is never later than the
+        // moment the client could act on the reply.
+        if method == "initialize" && !modern && self.behaviour == RecordStarts {
+            record_start("initialized")?;
+        }
         self.out.send(&message)?;
         if method == "initialize" && !modern {
             match self.behaviour {
-                RecordStarts => record_start("initialized")?,
+                RecordStarts => {}
                 SilentAfterInit => self.out.open = false,
                 ExitAfterInit => std::process::exit(3),
                 StdoutClose => {

@@ -34,9 +34,10 @@ pub struct CheckArgs {
     /// Explain warnings too.
     #[arg(long)]
     verbose: bool,
-    /// Print the JSON report (schemas/check-report.schema.json) instead of the text report.
-    #[arg(long)]
-    json: bool,
+    /// Print the JSON report (schemas/check-report.schema.json) instead of the text report;
+    /// `--json FILE` writes it to FILE and keeps the text report on stdout.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+    json: Option<PathBuf>,
     /// Also write a JUnit XML report.
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
@@ -97,7 +98,12 @@ pub fn run(args: CheckArgs) -> u8 {
     opts.safe_tools = args.safe_tool.clone();
 
     // Output files are made ready before the run: a bad path fails now, not after it.
-    for path in [&args.junit, &args.sarif, &args.markdown].into_iter().flatten() {
+    let json_file = args.json.as_ref().filter(|p| p.as_os_str() != "-");
+    let json_stdout = args.json.is_some() && json_file.is_none();
+    for path in [&args.junit, &args.sarif, &args.markdown, &json_file.cloned()]
+        .into_iter()
+        .flatten()
+    {
         if let Err(e) = crate::files::prepare_output(path) {
             return super::error(e);
         }
@@ -105,7 +111,7 @@ pub fn run(args: CheckArgs) -> u8 {
     let terminal = std::io::stdout().is_terminal();
     let colour = terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     // On a terminal the text report comes as the results do, a group at a time.
-    let stream = terminal && !args.json;
+    let stream = terminal && !json_stdout;
     let mut group = String::new();
     let mut show = |r: &crate::check::CheckResult| {
         if !stream || (r.status == crate::check::Status::Skip && r.message.starts_with("not run: ")) {
@@ -120,7 +126,7 @@ pub fn run(args: CheckArgs) -> u8 {
     let report = crate::check::check_with(&opts, &mut show);
     let mut code = report.exit_code();
 
-    if args.json {
+    if json_stdout {
         outln!("{}", crate::inert::json(&report.to_json()));
     } else if stream {
         out!("{}", report::human_tail(&report, colour));
@@ -131,6 +137,10 @@ pub fn run(args: CheckArgs) -> u8 {
         (&args.junit, report::junit(&report)),
         (&args.sarif, format!("{:#}\n", report::sarif(&report))),
         (&args.markdown, report::markdown(&report)),
+        (
+            &json_file.cloned(),
+            format!("{}\n", crate::inert::json(&report.to_json())),
+        ),
     ];
     for (path, text) in writes {
         if let Some(path) = path
@@ -157,7 +167,7 @@ pub fn run(args: CheckArgs) -> u8 {
         Ok(Recorded::Off) => {}
         Ok(Recorded::Appended { seq, hash, .. }) => {
             let msg = format!("recorded: {} seq {seq} head {hash}", recorder.path().display());
-            if args.json {
+            if json_stdout {
                 eprintln!("mcp-witness: {msg}")
             } else {
                 outln!("{msg}")

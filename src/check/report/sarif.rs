@@ -22,12 +22,7 @@ pub fn sarif(r: &CheckReport) -> Value {
             })
         })
         .collect();
-    let artifact = r
-        .target
-        .program
-        .clone()
-        .unwrap_or_else(|| r.target.command.first().cloned().unwrap_or_default());
-    let artifact = inert(&artifact).into_owned();
+    let artifact = artifact(&r.target).map(|a| inert(&a).into_owned());
     let command_line = inert(&r.target.command.join(" ")).into_owned();
     let results: Vec<Value> = r
         .results
@@ -52,9 +47,12 @@ pub fn sarif(r: &CheckReport) -> Value {
                 "ruleIndex": index,
                 "level": level,
                 "message": {"text": text},
-                "locations": [{
-                    "physicalLocation": {"artifactLocation": {"uri": artifact}},
-                    "logicalLocations": [{"name": command_line, "kind": "module"}],
+                "locations": [match &artifact {
+                    Some(uri) => json!({
+                        "physicalLocation": {"artifactLocation": {"uri": uri, "uriBaseId": "SRCROOT"}},
+                        "logicalLocations": [{"name": command_line, "kind": "module"}],
+                    }),
+                    None => json!({"logicalLocations": [{"name": command_line, "kind": "module"}]}),
                 }],
             })
         })
@@ -77,4 +75,77 @@ pub fn sarif(r: &CheckReport) -> Value {
             "results": results,
         }],
     })
+}
+
+/// Interpreters whose first file argument is the server's own code.
+const INTERPRETERS: &[&str] = &[
+    "node", "nodejs", "python", "python3", "deno", "bun", "ruby", "perl", "php", "tsx", "ts-node", "uv",
+];
+
+/// The server's own file, relative to the repository it is in (the nearest folder above the
+/// server's working folder holding `.git`, else that folder): the script an interpreter runs
+/// (`node dist/index.js` → `dist/index.js`), or the program itself. Never an interpreter, and
+/// nothing outside that folder (a result then has only a logical location).
+fn artifact(t: &crate::probe::outcome::TargetSeen) -> Option<String> {
+    use std::path::Path;
+    let cwd = Path::new(&t.cwd);
+    let root = cwd.ancestors().find(|d| d.join(".git").exists()).unwrap_or(cwd);
+    let program = t.command.first()?;
+    let name = Path::new(program).file_name()?.to_str()?;
+    let interpreter = INTERPRETERS.iter().any(|i| {
+        name == *i || (name.starts_with(i) && name[i.len()..].chars().all(|c| c.is_ascii_digit() || c == '.'))
+    });
+    let file = if interpreter {
+        t.command[1..]
+            .iter()
+            .filter(|a| !a.starts_with('-'))
+            .map(|a| cwd.join(a))
+            .find(|p| p.is_file())?
+    } else {
+        Path::new(t.program.as_deref()?).to_path_buf()
+    };
+    let file = std::fs::canonicalize(&file).unwrap_or(file);
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let relative = file.strip_prefix(&root).ok()?;
+    Some(relative.to_string_lossy().replace('\\', "/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::outcome::TargetSeen;
+
+    fn target(cwd: &std::path::Path, command: &[&str], program: &str) -> TargetSeen {
+        TargetSeen {
+            command: command.iter().map(|s| s.to_string()).collect(),
+            program: Some(program.into()),
+            program_sha256: None,
+            program_sha256_source: None,
+            cwd: cwd.display().to_string(),
+            env_names: vec![],
+            era: crate::mcp::EraChoice::Legacy,
+            protocol_version: None,
+        }
+    }
+
+    #[test]
+    fn a_script_is_located_relative_to_the_repository_never_at_the_interpreter() {
+        let repo = std::env::temp_dir().join(format!("mcpw-sarif-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&repo);
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join("server/dist")).unwrap();
+        std::fs::write(repo.join("server/dist/index.js"), "").unwrap();
+        let cwd = repo.join("server");
+        let t = target(&cwd, &["node", "--no-warnings", "dist/index.js"], "/usr/bin/node");
+        assert_eq!(artifact(&t).as_deref(), Some("server/dist/index.js"));
+        let t = target(&cwd, &["python3.11", "-m", "my_server"], "/usr/bin/python3.11");
+        assert_eq!(artifact(&t), None, "a module is no file: no physical location");
+        let t = target(&cwd, &["npx", "-y", "some-server"], "/usr/bin/npx");
+        assert_eq!(
+            artifact(&t),
+            None,
+            "a program outside the repository is not pointed at"
+        );
+        std::fs::remove_dir_all(&repo).unwrap();
+    }
 }
