@@ -109,7 +109,7 @@ pub fn run(args: CheckArgs) -> u8 {
         }
     }
     let terminal = std::io::stdout().is_terminal();
-    let colour = terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let colour = super::colour();
     // On a terminal the text report comes as the results do, a group at a time.
     let stream = terminal && !json_stdout;
     let mut group = String::new();

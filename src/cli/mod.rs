@@ -24,6 +24,7 @@ macro_rules! outln {
 
 mod analyze;
 mod check;
+mod colour;
 mod complete;
 mod diff;
 mod drive;
@@ -48,6 +49,10 @@ pub const EXIT_USAGE: u8 = help::exit::USAGE;
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Colour: auto (on a terminal, unless NO_COLOR or TERM=dumb; CLICOLOR_FORCE forces it),
+    /// always, or never.
+    #[arg(long, value_enum, global = true, default_value = "auto")]
+    color: colour::ColorChoice,
 }
 
 #[derive(Debug, Subcommand)]
@@ -95,6 +100,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(EXIT_USAGE));
         }
     };
+    COLOUR.store(colour::stdout(cli.color), std::sync::atomic::Ordering::Relaxed);
     let code = match cli.command {
         Command::Probe(args) => probe::run(*args),
         Command::Check(args) => check::run(*args),
@@ -122,6 +128,14 @@ pub fn main() -> ExitCode {
         }
     };
     ExitCode::from(code)
+}
+
+/// Whether reports on stdout are coloured (`--color` and the environment, decided once).
+static COLOUR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether to colour what goes to stdout.
+pub(crate) fn colour() -> bool {
+    COLOUR.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// `1 block`, `2 blocks`: a count with its noun.
