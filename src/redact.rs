@@ -148,6 +148,19 @@ impl Redactor {
         *self = Redactor::with_secrets(found);
     }
 
+    /// Adds literal secrets (request header values): each value whole, and the credential
+    /// after an auth scheme (`Bearer TOKEN` masks `TOKEN` wherever it shows alone).
+    pub fn add_secrets(&mut self, values: impl IntoIterator<Item = String>) {
+        let mut found = std::mem::take(&mut self.literals);
+        for v in values {
+            if let Some((_, credential)) = v.trim().split_once(' ') {
+                found.push(credential.trim().to_string());
+            }
+            found.push(v);
+        }
+        *self = Redactor::with_secrets(found);
+    }
+
     /// Masks every string inside foreign JSON, object keys included: a key is the server's
     /// vocabulary, yet one that holds a secret is masked like any other text.
     pub fn json(&self, value: &mut serde_json::Value) {

@@ -115,7 +115,9 @@ pub struct Ctx<'o> {
     step: (&'static str, bool, u64),
     /// Redacted stderr tail of the last process that died.
     died_tail: Option<String>,
+    /// The stdio server's spawn spec, for the side runs (none over HTTP).
     spec: Option<SpawnSpec>,
+    endpoint: Option<crate::target::Endpoint>,
     target: TargetSeen,
     stamp: clock::Stamp,
     host: String,
@@ -163,6 +165,7 @@ impl<'o> Ctx<'o> {
             step: ("start-up", false, 0),
             died_tail: None,
             spec: None,
+            endpoint: None,
             target: prepared.target,
             stamp,
             host,
@@ -170,8 +173,9 @@ impl<'o> Ctx<'o> {
         };
         match launched {
             Ok(launch) => {
-                ctx.spec = Some(launch.spec);
-                ctx.digest = Some(launch.digest);
+                ctx.spec = launch.endpoint.spec().cloned();
+                ctx.endpoint = Some(launch.endpoint);
+                ctx.digest = launch.digest;
             }
             Err(e) => {
                 ctx.could_not_run = Some(e);
@@ -627,17 +631,13 @@ impl<'o> Ctx<'o> {
 
 impl Connector for Ctx<'_> {
     fn connect(&mut self) -> Result<Rpc, String> {
-        let spec = self.spec.as_ref().ok_or("the server program was not resolved")?;
-        match Server::spawn(spec) {
-            Ok(server) => {
-                self.stderr = Some(Arc::clone(&server.stderr));
-                let mut rpc = Rpc::new(Box::new(server));
-                rpc.redactor = self.redactor.clone();
-                rpc.deadline = Some(self.deadline);
-                Ok(rpc)
-            }
-            Err(e) => Err(format!("cannot start {}: {e}", spec.program.display())),
-        }
+        let endpoint = self.endpoint.as_ref().ok_or("the server was not resolved")?;
+        let wire = endpoint.connect(self.opts.server.timeout, self.deadline)?;
+        self.stderr = wire.stderr();
+        let mut rpc = Rpc::new(wire);
+        rpc.redactor = self.redactor.clone();
+        rpc.deadline = Some(self.deadline);
+        Ok(rpc)
     }
 
     fn retire(&mut self, rpc: Rpc) -> String {

@@ -13,7 +13,7 @@ use crate::check::{CheckOptions, check, record, report};
 /// --safe-tool); otherwise only with invalid ones, which a correct server rejects.
 #[derive(Debug, Args)]
 #[command(
-    group(ArgGroup::new("target").required(true).args(["command", "config"])),
+    group(ArgGroup::new("target").required(true).args(["command", "config", "url"])),
     after_help = "Exit codes: 0 no failures (and no warnings with --strict), 1 findings, 2 could not run (or evidence not written)."
 )]
 pub struct CheckArgs {

@@ -10,11 +10,12 @@ use crate::probe::outcome::{Observation, Verdict};
 use crate::probe::{CallRequest, ProbeOptions, probe, record};
 use crate::wire::stdio::ExitInfo;
 
-/// Probe a stdio MCP server: handshake, list every page of tools, optionally call one tool,
-/// tear the server down, record a signed evidence block.
+/// Probe an MCP server (a stdio command, or a Streamable HTTP endpoint with --url):
+/// handshake, list every page of tools, optionally call one tool, tear the server down (HTTP:
+/// DELETE the session), record a signed evidence block.
 #[derive(Debug, Args)]
 #[command(
-    group(ArgGroup::new("target").required(true).args(["command", "config"])),
+    group(ArgGroup::new("target").required(true).args(["command", "config", "url"])),
     after_help = "Exit codes: 0 pass, 1 fail, 3 inconclusive (the server stayed silent while alive), 2 usage error or evidence not written."
 )]
 pub struct ProbeArgs {

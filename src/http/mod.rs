@@ -10,6 +10,7 @@
 //! redirects recorded and never followed, no keep-alive reuse, no GET stream, no resumption,
 //! no HTTP+SSE (2024-11-05) transport yet.
 
+pub mod auth;
 pub mod client;
 pub mod message;
 pub mod session;

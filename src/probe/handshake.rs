@@ -45,6 +45,7 @@ impl Run<'_> {
     /// Records why the handshake opened no session.
     fn handshake_failed(&mut self, e: HandshakeError) -> Stop {
         let code = match &e {
+            HandshakeError::Connect(_) if self.opts.server.url.is_some() => "unreachable",
             HandshakeError::Connect(_) => "spawn_failed",
             HandshakeError::NoReply { step, why } => return self.no_reply(step, why.clone()),
             HandshakeError::ErrorReply { .. } => "initialize_error",
@@ -117,18 +118,20 @@ impl Run<'_> {
 }
 
 impl Connector for Run<'_> {
-    /// Spawns a fresh server process.
+    /// A fresh connection: a server process spawned, or the HTTP endpoint resolved.
     fn connect(&mut self) -> Result<Rpc, String> {
-        let spec = self.spec.as_ref().ok_or("the server program was not resolved")?;
-        match crate::wire::stdio::Server::spawn(spec) {
-            Ok(server) => {
-                let mut rpc = Rpc::new(Box::new(server));
-                rpc.redactor = self.redactor.clone();
-                rpc.deadline = Some(self.started + self.deadline());
-                Ok(rpc)
-            }
-            Err(e) => Err(format!("cannot start {}: {e}", spec.program.display())),
-        }
+        let endpoint = self.endpoint.as_ref().ok_or("the server was not resolved")?;
+        let deadline = self.started + self.deadline();
+        // A reply stream is read as long as the longest wait for a reply may last.
+        let reply_wait = match &self.opts.call {
+            Some(c) => c.timeout.max(self.opts.server.timeout),
+            None => self.opts.server.timeout,
+        };
+        let wire = endpoint.connect(reply_wait, deadline)?;
+        let mut rpc = Rpc::new(wire);
+        rpc.redactor = self.redactor.clone();
+        rpc.deadline = Some(deadline);
+        Ok(rpc)
     }
 
     /// Tears down the discovery process of `auto`, keeping its survivors and escapees for

@@ -130,6 +130,13 @@ pub struct TargetSeen {
     pub era: crate::mcp::EraChoice,
     /// `--protocol-version`, when given.
     pub protocol_version: Option<String>,
+    /// The transport asked for (`stdio`, or `streamable_http` for a URL; `http_sse` once
+    /// the fallback to the 2024-11-05 transport was taken).
+    pub transport: crate::target::Transport,
+    /// The redacted URL of an HTTP target.
+    pub url: Option<String>,
+    /// The names of the request headers given (never their values), in order.
+    pub header_names: Vec<String>,
 }
 
 /// Durations in milliseconds.
@@ -169,4 +176,34 @@ pub struct Observation {
     pub stderr_tail: Option<String>,
     pub timings: Timings,
     pub teardown: Option<Teardown>,
+    /// What the HTTP transport showed (an HTTP target only).
+    pub http: Option<HttpSeen>,
 }
+
+/// The HTTP side of a probe: each connection's facts and how it ended, and, after a 401,
+/// what the server said about its authorization.
+#[derive(Debug, Clone, Default)]
+pub struct HttpSeen {
+    /// One per connection, in order (under `--era auto`, the discovery connection first).
+    pub sessions: Vec<crate::http::SessionEnd>,
+    pub auth: Option<AuthSeen>,
+}
+
+impl HttpSeen {
+    /// Masks secrets in the server's text kept here.
+    pub fn redact(&mut self, r: &crate::redact::Redactor) {
+        for s in &mut self.sessions {
+            for x in &mut s.facts.exchanges {
+                x.content_type = x.content_type.as_deref().map(|c| r.text(c));
+            }
+        }
+        if let Some(a) = &mut self.auth {
+            a.challenges = a.challenges.iter().map(|c| r.text(c)).collect();
+            if let Some(doc) = &mut a.metadata {
+                r.json(doc);
+            }
+        }
+    }
+}
+
+pub use crate::http::auth::AuthSeen;

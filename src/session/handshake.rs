@@ -196,6 +196,14 @@ pub(crate) fn open(
             Err(e) => Err(e),
         },
     };
+    // A modern session's messages carry the version in `_meta` (the HTTP wire mirrors it);
+    // the wire learns it too, for messages that carry none (raw robustness input).
+    if outcome.is_ok()
+        && hs.era == Era::Modern
+        && let Some(v) = &hs.version
+    {
+        rpc.negotiated(v);
+    }
     (Some(rpc), hs, outcome)
 }
 
@@ -215,6 +223,10 @@ fn legacy(rpc: &mut Rpc, plan: &Plan, hs: &mut Handshake) -> Result<(), Handshak
                 .map(|v| v.chars().take(64).collect());
             hs.server = crate::mcp::server_info(map.get("serverInfo"));
             hs.result = Some(map);
+            // From here on the wire may carry the version (HTTP: `MCP-Protocol-Version`).
+            if let Some(v) = &hs.version {
+                rpc.negotiated(v);
+            }
             rpc.notify("notifications/initialized", None);
             Ok(())
         }
@@ -298,6 +310,11 @@ fn discover(rpc: &mut Rpc, plan: &Plan, hs: &mut Handshake) -> Result<Discovered
                 )));
             }
             Err(NoReply::Exited) if auto => return Ok(Discovered::NotModern("made the server exit".into())),
+            // A status without a JSON-RPC answer (HTTP 400, 404, 405...): not a modern
+            // server. A 401 is no answer at all: credentials are missing.
+            Err(NoReply::Refused(r)) if auto && r.status != 401 && r.location.is_none() => {
+                return Ok(Discovered::NotModern(format!("was refused with HTTP {}", r.status)));
+            }
             Err(why) => {
                 return Err(HandshakeError::NoReply {
                     step: "server/discover",
