@@ -53,12 +53,17 @@ def unsafe_number(value, path="$"):
 def probe_derived(b):
     """What is wrong with a probe block's derived digests or teardown, else None."""
     t = b["target"]
-    identity = {k: t[k] for k in ("command", "cwd", "env", "era", "protocol_version")}
-    if sha256_hex(identity) != t["id"]:
-        return "target.id is not the SHA-256 of its command, cwd, env, era and protocol_version"
+    if "url" in t:
+        identity = {k: t[k] for k in ("url", "headers", "era", "protocol_version")}
+        if sha256_hex(identity) != t["id"]:
+            return "target.id is not the SHA-256 of its url, headers, era and protocol_version"
+    else:
+        identity = {k: t[k] for k in ("command", "cwd", "env", "era", "protocol_version")}
+        if sha256_hex(identity) != t["id"]:
+            return "target.id is not the SHA-256 of its command, cwd, env, era and protocol_version"
     tools, call = b["tools"], b["call"]
     observation = {
-        "program_sha256": t["program_sha256"], "era": b["era"],
+        "program_sha256": t.get("program_sha256"), "era": b["era"],
         "protocol_version": b["protocol_version"], "server": b["server"],
         "capabilities": b["capabilities"],
         "tools": tools and {"count": tools["count"], "names": tools["names"]},

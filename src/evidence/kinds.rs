@@ -40,6 +40,8 @@ pub const PROBE: &[(&str, Types)] = &[
     ("capabilities", ANY),
     ("era", STRING),
     ("era_detection", STRING | NULL),
+    // HTTP targets only: status codes, content types, session id shape, the DELETE.
+    ("http", OBJECT | OPTIONAL),
     ("messages", OBJECT),
     ("observation_sha256", STRING),
     ("protocol_requested", STRING),

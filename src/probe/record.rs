@@ -14,8 +14,17 @@ fn sha256_hex(value: &Value) -> String {
 }
 
 /// The target's identity: what was run, where, with which variables (names only), asking
-/// for which era and protocol version. Probes of one target are comparable (`--if-changed`).
+/// for which era and protocol version; for an HTTP server, its redacted URL and header names
+/// instead of the command. Probes of one target are comparable (`--if-changed`).
 pub fn target_id(t: &TargetSeen) -> String {
+    if let Some(url) = &t.url {
+        return sha256_hex(&json!({
+            "url": url,
+            "headers": t.header_names,
+            "era": t.era.as_str(),
+            "protocol_version": t.protocol_version,
+        }));
+    }
     sha256_hex(&json!({
         "command": t.command,
         "cwd": t.cwd,
@@ -25,8 +34,19 @@ pub fn target_id(t: &TargetSeen) -> String {
     }))
 }
 
-/// The `target` object of a block.
+/// The `target` object of a block. An HTTP target has no program, folder or variables: it
+/// records the redacted URL, the transport and the header names (never their values).
 pub fn target_json(t: &TargetSeen) -> Value {
+    if let Some(url) = &t.url {
+        return json!({
+            "id": target_id(t),
+            "url": url,
+            "transport": t.transport.as_str(),
+            "headers": t.header_names,
+            "era": t.era.as_str(),
+            "protocol_version": t.protocol_version,
+        });
+    }
     json!({
         "id": target_id(t),
         "command": t.command,
@@ -102,6 +122,7 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
         })
     });
     let tm = &obs.timings;
+    let http = obs.http.as_ref().map(|h| http_json(h, t));
 
     // What was observed, without when or how fast: equal digests mean nothing changed.
     let observation = json!({
@@ -154,5 +175,54 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
         "teardown": teardown,
         "observation_sha256": sha256_hex(&observation),
     });
+    let mut fields = fields;
+    if let (Some(http), Some(map)) = (http, fields.as_object_mut()) {
+        map.insert("http".into(), http);
+    }
     crate::evidence::block::body("probe", &obs.stamp, &obs.host, fields)
+}
+
+/// The `http` object of a block: per connection its exchanges (method, status, content
+/// type, framing, whether a session id came and its length, never its value), redirects and
+/// the DELETE; after a 401, the challenge and the resource metadata.
+pub fn http_json(h: &super::outcome::HttpSeen, t: &TargetSeen) -> Value {
+    use crate::http::DeleteOutcome;
+    let connections: Vec<Value> = h
+        .sessions
+        .iter()
+        .map(|s| {
+            let f = &s.facts;
+            let (delete, delete_error) = match &s.delete {
+                DeleteOutcome::NoSession => ("no_session", None),
+                DeleteOutcome::Status(_) if s.delete.accepted() => ("accepted", None),
+                DeleteOutcome::Status(_) => ("refused", None),
+                DeleteOutcome::Failed(e) => ("failed", Some(e.code())),
+            };
+            json!({
+                "exchanges": serde_json::to_value(&f.exchanges).unwrap_or_default(),
+                "exchanges_dropped": f.exchanges_dropped,
+                "session_id": f.session_id.map(|s| json!({"length": s.length, "visible_ascii": s.visible_ascii})),
+                "session_id_changed": f.session_id_changed,
+                "redirects": serde_json::to_value(&f.redirects).unwrap_or_default(),
+                "delete": delete,
+                "delete_status": f.delete_status,
+                "delete_error": delete_error,
+                "readers_left": s.readers_left,
+            })
+        })
+        .collect();
+    let auth = h.auth.as_ref().map(|a| {
+        json!({
+            "challenges": a.challenges,
+            "metadata_url": a.metadata_url,
+            "metadata_status": a.metadata_status,
+            "metadata": a.metadata,
+            "metadata_note": a.metadata_note,
+        })
+    });
+    json!({
+        "transport": t.transport.as_str(),
+        "connections": connections,
+        "auth": auth,
+    })
 }
