@@ -294,12 +294,21 @@ mod tests {
             "ws": {"serverUrl": "http://w"}}}"#;
         let web = parse(text, "web", p()).unwrap();
         assert_eq!(web.url.as_deref(), Some("http://x/mcp"));
-        assert_eq!(web.headers, [("Authorization".to_string(), "Bearer t0k3n".to_string())]);
+        assert_eq!(
+            web.headers,
+            [("Authorization".to_string(), "Bearer t0k3n".to_string())]
+        );
         assert!(web.command.is_empty());
         assert_eq!(parse(text, "s", p()).unwrap().url.as_deref(), Some("http://y"));
         assert_eq!(parse(text, "ws", p()).unwrap().url.as_deref(), Some("http://w"));
-        assert!(matches!(parse(text, "old", p()), Err(ConfigError::NotStdio { .. })));
-        assert!(matches!(parse(text, "nourl", p()), Err(ConfigError::Field { field: "url", .. })));
+        assert!(matches!(
+            parse(text, "old", p()),
+            Err(ConfigError::NotStdio { .. })
+        ));
+        assert!(matches!(
+            parse(text, "nourl", p()),
+            Err(ConfigError::Field { field: "url", .. })
+        ));
         let err = parse(text, "nope", p()).unwrap_err().to_string();
         assert!(err.contains("has: nourl, old, s, web, ws"), "{err}");
         assert!(matches!(parse("[]", "x", p()), Err(ConfigError::NoServers(_))));

@@ -484,7 +484,10 @@ pub fn describe_no_reply(why: &NoReply) -> String {
                 format!(": {}", crate::text::truncate(r.body.trim(), 200))
             };
             match &r.location {
-                Some(to) => format!("was redirected (HTTP {}) to {to}; redirects are not followed, give the final URL", r.status),
+                Some(to) => format!(
+                    "was redirected (HTTP {}) to {to}; redirects are not followed, give the final URL",
+                    r.status
+                ),
                 None => format!("was refused with HTTP {}{body}", r.status),
             }
         }

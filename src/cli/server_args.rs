@@ -88,7 +88,9 @@ impl ServerArgs {
         let (command, mut env, mut cwd) = match (&self.config, &self.server) {
             (Some(path), Some(name)) => {
                 if !self.command.is_empty() || url.is_some() {
-                    return Err("give either --config/--server, --url, or a command after --, not two".into());
+                    return Err(
+                        "give either --config/--server, --url, or a command after --, not two".into(),
+                    );
                 }
                 let entry = config::load(path, name).map_err(|e| e.to_string())?;
                 if entry.url.is_some() {
@@ -130,7 +132,10 @@ impl ServerArgs {
             return Err("--header and --header-env go with --url (a stdio server takes --env)".into());
         }
         if url.is_some() && (!self.env.is_empty() || self.cwd.is_some()) {
-            return Err("--env and --cwd are for a server command; an HTTP server takes --header or --header-env".into());
+            return Err(
+                "--env and --cwd are for a server command; an HTTP server takes --header or --header-env"
+                    .into(),
+            );
         }
         if command.is_empty() && url.is_none() {
             return Err(format!(
@@ -198,7 +203,9 @@ fn parse_header_env(text: &str) -> Result<(String, String), String> {
         Some((n, var)) if valid_header_name(n.trim()) && !var.is_empty() => {
             Ok((n.trim().to_string(), var.to_string()))
         }
-        _ => Err(format!("`{text}` is not NAME=VAR (a header name, then the variable holding its value)")),
+        _ => Err(format!(
+            "`{text}` is not NAME=VAR (a header name, then the variable holding its value)"
+        )),
     }
 }
 

@@ -110,15 +110,25 @@ pub fn inspect(endpoint: &HttpUrl, challenges: &[String], deadline: Instant) -> 
         body: None,
     }
     .to_bytes();
-    match exchange(&addrs, Method::Get, &bytes, HeadLimits::default(), MAX_DOCUMENT + 1, deadline) {
+    match exchange(
+        &addrs,
+        Method::Get,
+        &bytes,
+        HeadLimits::default(),
+        MAX_DOCUMENT + 1,
+        deadline,
+    ) {
         Ok(resp) => {
             seen.metadata_status = Some(resp.head.status);
             if !(200..300).contains(&resp.head.status) {
                 seen.metadata_note = Some(format!("the metadata fetch got HTTP {}", resp.head.status));
             } else if resp.body.len() as u64 > MAX_DOCUMENT {
-                seen.metadata_note = Some(format!("the metadata document is over {MAX_DOCUMENT} bytes: not kept"));
+                seen.metadata_note = Some(format!(
+                    "the metadata document is over {MAX_DOCUMENT} bytes: not kept"
+                ));
             } else {
-                match crate::json_budget::parse_object(&resp.body, crate::json_budget::Budget::small(1 << 20)) {
+                match crate::json_budget::parse_object(&resp.body, crate::json_budget::Budget::small(1 << 20))
+                {
                     Ok(map) => {
                         seen.metadata = Some(crate::evidence::canonical::foreign_bounded(&Value::Object(map)))
                     }
@@ -138,22 +148,34 @@ mod tests {
     #[test]
     fn resource_metadata_is_read_quoted_or_bare_and_not_from_a_longer_name() {
         assert_eq!(
-            resource_metadata(r#"Bearer realm="x", resource_metadata="http://h/.well-known/oauth-protected-resource/mcp""#).as_deref(),
+            resource_metadata(
+                r#"Bearer realm="x", resource_metadata="http://h/.well-known/oauth-protected-resource/mcp""#
+            )
+            .as_deref(),
             Some("http://h/.well-known/oauth-protected-resource/mcp")
         );
         assert_eq!(
             resource_metadata("Bearer resource_metadata=http://h/m, scope=x").as_deref(),
             Some("http://h/m")
         );
-        assert_eq!(resource_metadata(r#"Bearer x_resource_metadata="http://h/m""#), None);
+        assert_eq!(
+            resource_metadata(r#"Bearer x_resource_metadata="http://h/m""#),
+            None
+        );
         assert_eq!(resource_metadata("Bearer"), None);
     }
 
     #[test]
     fn the_well_known_location_keeps_the_endpoint_path_and_drops_the_query() {
         let u = HttpUrl::parse("http://127.0.0.1:9/mcp?k=v").unwrap();
-        assert_eq!(well_known(&u), "http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp");
+        assert_eq!(
+            well_known(&u),
+            "http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp"
+        );
         let root = HttpUrl::parse("http://127.0.0.1:9/").unwrap();
-        assert_eq!(well_known(&root), "http://127.0.0.1:9/.well-known/oauth-protected-resource");
+        assert_eq!(
+            well_known(&root),
+            "http://127.0.0.1:9/.well-known/oauth-protected-resource"
+        );
     }
 }

@@ -354,7 +354,9 @@ impl HttpWire {
         if let Some(s) = &session {
             fields.push(("Mcp-Session-Id", s));
         }
-        let own_version = extra.iter().any(|(n, _)| n.eq_ignore_ascii_case("MCP-Protocol-Version"));
+        let own_version = extra
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("MCP-Protocol-Version"));
         if let Some(v) = self.protocol_version.as_ref().filter(|_| !own_version) {
             fields.push(("MCP-Protocol-Version", v));
         }

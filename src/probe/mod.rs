@@ -320,9 +320,10 @@ impl Run<'_> {
             "the credentials given were refused: check the --header/--header-env values"
         };
         let message = format!("{step} was answered HTTP 401 (authorization required); {given}");
-        self.obs
-            .reasons
-            .push(Reason::new("auth_required", crate::text::truncate(&self.redactor.text(&message), 1024)));
+        self.obs.reasons.push(Reason::new(
+            "auth_required",
+            crate::text::truncate(&self.redactor.text(&message), 1024),
+        ));
         Stop
     }
 
@@ -335,7 +336,11 @@ impl Run<'_> {
         let mut teardown = match rpc.close(self.opts.server.grace) {
             Closing::Process(td) => td,
             Closing::Http(end) => {
-                self.obs.http.get_or_insert_with(Default::default).sessions.push(*end);
+                self.obs
+                    .http
+                    .get_or_insert_with(Default::default)
+                    .sessions
+                    .push(*end);
                 return None;
             }
         };

@@ -185,7 +185,7 @@ pub(crate) fn open(
                 });
                 hs.discover_ms = discover_ms;
                 hs.detection = Some(format!(
-                    "server/discover {why}; fell back to legacy on a fresh process{ended}"
+                    "server/discover {why}; fell back to legacy on a fresh connection{ended}"
                 ));
                 rpc = match conn.connect() {
                     Ok(rpc) => rpc,
@@ -313,7 +313,10 @@ fn discover(rpc: &mut Rpc, plan: &Plan, hs: &mut Handshake) -> Result<Discovered
             // A status without a JSON-RPC answer (HTTP 400, 404, 405...): not a modern
             // server. A 401 is no answer at all: credentials are missing.
             Err(NoReply::Refused(r)) if auto && r.status != 401 && r.location.is_none() => {
-                return Ok(Discovered::NotModern(format!("was refused with HTTP {}", r.status)));
+                return Ok(Discovered::NotModern(format!(
+                    "was refused with HTTP {}",
+                    r.status
+                )));
             }
             Err(why) => {
                 return Err(HandshakeError::NoReply {

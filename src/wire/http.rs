@@ -238,7 +238,11 @@ mod tests {
 
     #[test]
     fn an_error_body_without_an_id_answers_the_request_and_one_for_another_id_does_not() {
-        let line = error_answer(br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"x"}}"#, &json!(3)).unwrap();
+        let line = error_answer(
+            br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"x"}}"#,
+            &json!(3),
+        )
+        .unwrap();
         let v: Value = serde_json::from_slice(&line).unwrap();
         assert_eq!(v["id"], 3);
         assert_eq!(v["error"]["code"], -32000);
