@@ -13,13 +13,13 @@ use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use mcp_witness::wire::framing::Noise;
 use mcp_witness::http::client::HttpError;
 use mcp_witness::http::message::HeadError;
 use mcp_witness::http::session::Ended;
 use mcp_witness::http::{
     DeleteOutcome, HttpOptions, HttpUrl, HttpWire, Sent, SessionEnd, UrlError, WireEvent,
 };
+use mcp_witness::wire::framing::Noise;
 use serde_json::{Value, json};
 
 /// Waits in these tests are bounds for a broken client, never measured.
