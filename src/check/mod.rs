@@ -50,13 +50,6 @@ impl CheckOptions {
         (self.only.is_empty() || self.only.iter().any(under)) && !self.skip.iter().any(under)
     }
 
-    /// Whether any selected check is `prefix` or below it.
-    pub fn any_selected(&self, prefix: &str) -> bool {
-        checks::ALL
-            .iter()
-            .any(|c| (c.id == prefix || c.id.starts_with(&format!("{prefix}."))) && self.selected(c.id))
-    }
-
     /// Whether calling `tool` with valid arguments was allowed.
     pub fn may_call(&self, tool: &str) -> bool {
         self.call_tools || self.safe_tools.iter().any(|t| t == tool)
@@ -67,14 +60,21 @@ impl CheckOptions {
 /// that will not start, handshake, or that dies mid-run is a report saying so.
 pub fn check(opts: &CheckOptions) -> CheckReport {
     let started = Instant::now();
-    let mut ctx = Ctx::start(opts);
+    let prefetch = checks::Prefetch::of(|id| opts.selected(id));
+    let mut ctx = Ctx::start(opts, &prefetch);
     let mut results = Vec::new();
     for c in checks::ALL {
         if !opts.selected(c.id) {
             continue;
         }
-        let outcome = if let Some(why) = ctx.could_not_run.as_ref().filter(|_| c.needs_session) {
+        let outcome = if let Some(why) = ctx.could_not_run.as_ref().filter(|_| c.needs.session) {
             checks::Outcome::skip(format!("not run: {why}"))
+        } else if let Some(only) = c.needs.transport.filter(|t| *t != ctx.transport()) {
+            checks::Outcome::skip(format!(
+                "{} only: this server was reached over {}",
+                only.as_str(),
+                ctx.transport().as_str()
+            ))
         } else if ctx.past_deadline() {
             ctx.bound = Some(Bound::Deadline);
             checks::Outcome::skip(format!(

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value};
 
 use super::CheckOptions;
+use super::checks::{List, Prefetch};
 use super::model::{CheckReport, CheckResult, SessionSeen};
 use crate::clock;
 use crate::mcp::{CLIENT_NAME, DEFAULT_LEGACY, Era, EraChoice, ServerInfo};
@@ -17,6 +18,9 @@ use crate::rpc::{NoReply, Reply, Rpc, Traffic};
 use crate::session::{Connector, Envelope, HandshakeError, ListSpec, Listing, Plan};
 use crate::text::truncate;
 use crate::wire::stdio::{Server, SpawnSpec, StderrLog, Teardown};
+
+/// An opt-in tool call: the tool's name and its reply.
+pub type OptInCall = (String, Result<Reply, NoReply>);
 
 /// What became of a raw line sent by `probe_line`.
 #[derive(Debug, Clone, PartialEq)]
@@ -93,7 +97,7 @@ pub struct Ctx<'o> {
     pub teardown: Option<Teardown>,
     pub stderr: Option<Arc<Mutex<StderrLog>>>,
     /// The opt-in tool calls, made once for the result checks.
-    pub opt_in: Option<Vec<super::checks::OptInCall>>,
+    pub opt_in: Option<Vec<OptInCall>>,
     /// Side runs under way: their result arrives on the channel before their teardown ends.
     side: Vec<SideHandle>,
     side_done: Vec<SideRun>,
@@ -127,7 +131,7 @@ pub struct Ctx<'o> {
 impl<'o> Ctx<'o> {
     /// Resolves the program, starts the version-negotiation side runs (legacy) and the main
     /// session, runs the handshake and walks the declared lists.
-    pub fn start(opts: &'o CheckOptions) -> Ctx<'o> {
+    pub fn start(opts: &'o CheckOptions, prefetch: &Prefetch) -> Ctx<'o> {
         let stamp = clock::now();
         let started = Instant::now();
         let host = crate::evidence::block::host_name();
@@ -182,9 +186,9 @@ impl<'o> Ctx<'o> {
                 return ctx;
             }
         }
-        ctx.handshake();
+        ctx.handshake(&prefetch.side_runs);
         if ctx.could_not_run.is_none() {
-            ctx.walk_lists();
+            ctx.walk_lists(&prefetch.lists);
         }
         ctx
     }
@@ -192,10 +196,10 @@ impl<'o> Ctx<'o> {
     /// The main session's handshake, then (legacy era) the version-negotiation side runs.
     /// The side runs start only once the main handshake is done, so that a slow-starting
     /// server's main wait never competes with two more copies of it for the cores.
-    fn handshake(&mut self) {
+    fn handshake(&mut self, side_runs: &[&'static str]) {
         self.open_session(self.opts.server.era);
         if self.could_not_run.is_none() && self.era == Era::Legacy {
-            self.start_side_runs();
+            self.start_side_runs(side_runs);
         }
     }
 
@@ -248,20 +252,9 @@ impl<'o> Ctx<'o> {
     }
 
     /// Starts the fresh-process initialize runs of the version-negotiation checks.
-    fn start_side_runs(&mut self) {
+    fn start_side_runs(&mut self, versions: &[&'static str]) {
         let Some(spec) = self.spec.clone() else { return };
-        for version in ["1999-01-01", "2024-11-05"] {
-            let wanted = self.opts.selected(&format!(
-                "protocol.version_negotiation.{}",
-                if version == "1999-01-01" {
-                    "unknown"
-                } else {
-                    "older"
-                }
-            ));
-            if !wanted {
-                continue;
-            }
+        for &version in versions {
             let spec = spec.clone();
             let timeout = self.opts.server.timeout;
             let grace = self.opts.server.grace;
@@ -284,36 +277,21 @@ impl<'o> Ctx<'o> {
     }
 
     /// Walks every declared list once; the checks read the results.
-    fn walk_lists(&mut self) {
+    fn walk_lists(&mut self, wanted: &[List]) {
         let caps = self
             .init
             .as_ref()
             .and_then(|i| i.get("capabilities"))
             .cloned()
             .unwrap_or(Value::Null);
-        for (cap, spec) in [
-            ("tools", ListSpec::TOOLS),
-            ("resources", ListSpec::RESOURCES),
-            ("prompts", ListSpec::PROMPTS),
+        for (list, cap, spec) in [
+            (List::Tools, "tools", ListSpec::TOOLS),
+            (List::Resources, "resources", ListSpec::RESOURCES),
+            (List::Prompts, "prompts", ListSpec::PROMPTS),
         ] {
             let declared = caps.get(cap).is_some();
-            let wanted = match cap {
-                // Hygiene grades the session too, but needs no list.
-                "tools" => [
-                    "protocol.capabilities.tools",
-                    "pagination.tools",
-                    "schema",
-                    "robustness",
-                ]
-                .iter()
-                .any(|id| self.opts.any_selected(id)),
-                other => {
-                    self.opts.any_selected(&format!("protocol.capabilities.{other}"))
-                        || self.opts.any_selected(&format!("pagination.{other}"))
-                }
-            };
             let mut listing = match self.rpc.as_mut() {
-                Some(rpc) if declared && wanted => crate::session::walk(
+                Some(rpc) if declared && wanted.contains(&list) => crate::session::walk(
                     rpc,
                     &self.envelope,
                     self.opts.server.timeout,
@@ -323,10 +301,10 @@ impl<'o> Ctx<'o> {
                 _ => Listing::not_fetched(declared),
             };
             listing.declared = declared;
-            match cap {
-                "tools" => self.tools = listing,
-                "resources" => self.resources = listing,
-                _ => self.prompts = listing,
+            match list {
+                List::Tools => self.tools = listing,
+                List::Resources => self.resources = listing,
+                List::Prompts => self.prompts = listing,
             }
         }
     }
@@ -622,6 +600,13 @@ impl<'o> Ctx<'o> {
     /// The tools as listed (each a JSON object as replied).
     pub fn tool_list(&self) -> &[Value] {
         &self.tools.items
+    }
+
+    /// How the main session reaches the server.
+    pub fn transport(&self) -> crate::wire::Transport {
+        self.rpc
+            .as_ref()
+            .map_or(crate::wire::Transport::Stdio, |r| r.wire().transport())
     }
 
     pub fn started(&self) -> Instant {

@@ -15,6 +15,24 @@ use std::time::Instant;
 use framing::Frame;
 pub use stdio::{ExitInfo, Grace, StderrLog, Teardown};
 
+/// How a server is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// A spawned process, JSON-RPC over its stdin and stdout.
+    Stdio,
+    /// An HTTP endpoint.
+    Http,
+}
+
+impl Transport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Stdio => "stdio",
+            Transport::Http => "http",
+        }
+    }
+}
+
 /// What became of a message handed to a wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sent {
@@ -96,6 +114,8 @@ impl Closing {
 
 /// One connection to a server. One implementation per transport.
 pub trait Wire: Send {
+    /// Which transport this is.
+    fn transport(&self) -> Transport;
     /// Queues one serialized JSON-RPC message (the wire adds its framing), waiting for room
     /// until `deadline` at most.
     fn send(&mut self, message: Vec<u8>, deadline: Instant) -> Sent;

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::descendants::{self, Escapee, Tracker};
 use super::framing::{Frame, Splitter};
-use super::{Closing, Sent, Wire, WireEvent, WireStats};
+use super::{Closing, Sent, Transport, Wire, WireEvent, WireStats};
 use crate::sys;
 
 /// Events are buffered this many deep; a flooding server then waits on its pipe.
@@ -480,6 +480,10 @@ impl LineCredit {
 }
 
 impl Wire for Server {
+    fn transport(&self) -> Transport {
+        Transport::Stdio
+    }
+
     fn send(&mut self, mut message: Vec<u8>, deadline: Instant) -> Sent {
         message.push(b'\n');
         Server::send(self, message, deadline)

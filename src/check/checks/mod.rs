@@ -6,7 +6,6 @@ mod pagination;
 mod protocol;
 mod robustness;
 
-pub use robustness::OptInCall;
 mod schema;
 
 use super::model::{CheckResult, Severity, Status};
@@ -22,12 +21,62 @@ pub struct Check {
     pub title: &'static str,
     pub spec: &'static str,
     pub fix: &'static str,
-    /// Needs a server session (skipped when the suite could not start one).
-    pub needs_session: bool,
+    /// What it needs from the run: the session prepares exactly what the selected checks
+    /// need, and no check is run where it cannot apply.
+    pub needs: Needs,
     /// What it sends: a server that dies of it is started again for the checks that remain,
     /// and what it provokes on stderr is not held against the server.
     pub input: Input,
     pub run: fn(&mut Ctx<'_>) -> Outcome,
+}
+
+/// What a check needs from the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Needs {
+    /// A server session (skipped when the suite could not start one).
+    pub session: bool,
+    /// Lists walked once up front, before the first check.
+    pub lists: &'static [List],
+    /// Versions sent in an `initialize` of their own, each on a fresh connection beside the
+    /// main session (legacy era).
+    pub side_runs: &'static [&'static str],
+    /// Only on this transport (skipped on others).
+    pub transport: Option<crate::wire::Transport>,
+}
+
+/// A list the session walks up front.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum List {
+    Tools,
+    Resources,
+    Prompts,
+}
+
+/// What the selected checks need prepared before the first one runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Prefetch {
+    pub lists: Vec<List>,
+    pub side_runs: Vec<&'static str>,
+}
+
+impl Prefetch {
+    /// The union of the needs of the checks `selected` takes.
+    pub fn of(selected: impl Fn(&str) -> bool) -> Prefetch {
+        let mut p = Prefetch::default();
+        for c in ALL.iter().filter(|c| selected(c.id)) {
+            for l in c.needs.lists {
+                if !p.lists.contains(l) {
+                    p.lists.push(*l);
+                }
+            }
+            for v in c.needs.side_runs {
+                if !p.side_runs.contains(v) {
+                    p.side_runs.push(v);
+                }
+            }
+        }
+        p
+    }
 }
 
 /// What a check sends the server.
@@ -123,7 +172,12 @@ const fn check(
         title,
         spec,
         fix,
-        needs_session: true,
+        needs: Needs {
+            session: true,
+            lists: &[],
+            side_runs: &[],
+            transport: None,
+        },
         input: Input::Valid,
         run,
     }
@@ -143,12 +197,48 @@ const fn malformed(c: Check) -> Check {
     }
 }
 
+/// Grades the handshake itself: runs (and says why) even when no session opened.
 const fn about_handshake(c: Check) -> Check {
     Check {
-        needs_session: false,
+        needs: Needs {
+            session: false,
+            ..c.needs
+        },
         ..c
     }
 }
+
+/// Reads the lists `lists`, walked once up front.
+const fn reads(lists: &'static [List], c: Check) -> Check {
+    Check {
+        needs: Needs { lists, ..c.needs },
+        ..c
+    }
+}
+
+/// Reads a fresh connection's `initialize` of `versions`.
+const fn side_runs(versions: &'static [&'static str], c: Check) -> Check {
+    Check {
+        needs: Needs {
+            side_runs: versions,
+            ..c.needs
+        },
+        ..c
+    }
+}
+
+/// Grades what only a stdio server has (stdout, stderr, the process).
+const fn stdio_only(c: Check) -> Check {
+    Check {
+        needs: Needs {
+            transport: Some(crate::wire::Transport::Stdio),
+            ..c.needs
+        },
+        ..c
+    }
+}
+
+const TOOLS: &[List] = &[List::Tools];
 
 pub(crate) const SPEC_LIFECYCLE: &str =
     "https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle";
@@ -181,26 +271,35 @@ pub const ALL: &[Check] = &[
         "Return `serverInfo: {name, version}` with your application's own name and version (not your SDK's).",
         protocol::handshake_serverinfo,
     )),
-    check(
-        "protocol.capabilities.tools",
-        "declared tools capability answers tools/list with a tools array",
-        SPEC_TOOLS,
-        "Declare `tools` only if tools/list works, and return `{tools: [...]}` from it.",
-        protocol::capability_tools,
+    reads(
+        TOOLS,
+        check(
+            "protocol.capabilities.tools",
+            "declared tools capability answers tools/list with a tools array",
+            SPEC_TOOLS,
+            "Declare `tools` only if tools/list works, and return `{tools: [...]}` from it.",
+            protocol::capability_tools,
+        ),
     ),
-    check(
-        "protocol.capabilities.resources",
-        "declared resources capability answers resources/list with a resources array",
-        "https://modelcontextprotocol.io/specification/2025-11-25/server/resources",
-        "Declare `resources` only if resources/list works (clients tear the session down otherwise), and return `{resources: [...]}`.",
-        protocol::capability_resources,
+    reads(
+        &[List::Resources],
+        check(
+            "protocol.capabilities.resources",
+            "declared resources capability answers resources/list with a resources array",
+            "https://modelcontextprotocol.io/specification/2025-11-25/server/resources",
+            "Declare `resources` only if resources/list works (clients tear the session down otherwise), and return `{resources: [...]}`.",
+            protocol::capability_resources,
+        ),
     ),
-    check(
-        "protocol.capabilities.prompts",
-        "declared prompts capability answers prompts/list with a prompts array",
-        "https://modelcontextprotocol.io/specification/2025-11-25/server/prompts",
-        "Declare `prompts` only if prompts/list works, and return `{prompts: [...]}`.",
-        protocol::capability_prompts,
+    reads(
+        &[List::Prompts],
+        check(
+            "protocol.capabilities.prompts",
+            "declared prompts capability answers prompts/list with a prompts array",
+            "https://modelcontextprotocol.io/specification/2025-11-25/server/prompts",
+            "Declare `prompts` only if prompts/list works, and return `{prompts: [...]}`.",
+            protocol::capability_prompts,
+        ),
     ),
     rejects(check(
         "protocol.unknown_method",
@@ -230,19 +329,25 @@ pub const ALL: &[Check] = &[
         "Implement `ping`: reply `{}` promptly; clients use it as a liveness check.",
         protocol::ping,
     ),
-    check(
-        "protocol.version_negotiation.unknown",
-        "an unknown protocol version is not echoed back",
-        SPEC_LIFECYCLE,
-        "When the client asks for a version you do not support, answer with one you do (your latest); never echo it.",
-        protocol::version_unknown,
+    side_runs(
+        &["1999-01-01"],
+        check(
+            "protocol.version_negotiation.unknown",
+            "an unknown protocol version is not echoed back",
+            SPEC_LIFECYCLE,
+            "When the client asks for a version you do not support, answer with one you do (your latest); never echo it.",
+            protocol::version_unknown,
+        ),
     ),
-    check(
-        "protocol.version_negotiation.older",
-        "an older known protocol version does not take the server down",
-        SPEC_LIFECYCLE,
-        "Accept an older version you support (answer with it) or answer with your own; never crash on it.",
-        protocol::version_older,
+    side_runs(
+        &["2024-11-05"],
+        check(
+            "protocol.version_negotiation.older",
+            "an older known protocol version does not take the server down",
+            SPEC_LIFECYCLE,
+            "Accept an older version you support (answer with it) or answer with your own; never crash on it.",
+            protocol::version_older,
+        ),
     ),
     check(
         "protocol.modern.discover",
@@ -265,207 +370,319 @@ pub const ALL: &[Check] = &[
         "Requests must carry `_meta` with protocolVersion and clientCapabilities; reject one without with -32602.",
         protocol::modern_missing_meta,
     )),
-    check(
-        "pagination.tools",
-        "tools/list pages end, never repeat a cursor or a name",
-        SPEC_PAGINATION,
-        "Return a fresh opaque nextCursor per page and none on the last; never repeat a tool across pages.",
-        pagination::tools,
+    reads(
+        TOOLS,
+        check(
+            "pagination.tools",
+            "tools/list pages end, never repeat a cursor or a name",
+            SPEC_PAGINATION,
+            "Return a fresh opaque nextCursor per page and none on the last; never repeat a tool across pages.",
+            pagination::tools,
+        ),
     ),
-    check(
-        "pagination.resources",
-        "resources/list pages end, never repeat a cursor or a URI",
-        SPEC_PAGINATION,
-        "Return a fresh opaque nextCursor per page and none on the last; never repeat a resource across pages.",
-        pagination::resources,
+    reads(
+        &[List::Resources],
+        check(
+            "pagination.resources",
+            "resources/list pages end, never repeat a cursor or a URI",
+            SPEC_PAGINATION,
+            "Return a fresh opaque nextCursor per page and none on the last; never repeat a resource across pages.",
+            pagination::resources,
+        ),
     ),
-    check(
-        "pagination.prompts",
-        "prompts/list pages end, never repeat a cursor or a name",
-        SPEC_PAGINATION,
-        "Return a fresh opaque nextCursor per page and none on the last; never repeat a prompt across pages.",
-        pagination::prompts,
+    reads(
+        &[List::Prompts],
+        check(
+            "pagination.prompts",
+            "prompts/list pages end, never repeat a cursor or a name",
+            SPEC_PAGINATION,
+            "Return a fresh opaque nextCursor per page and none on the last; never repeat a prompt across pages.",
+            pagination::prompts,
+        ),
     ),
-    check(
-        "schema.tool_name.missing",
-        "every tool has a string name",
-        SPEC_TOOLS,
-        "Give every tool a string `name`: clients cannot call or show a tool without one.",
-        schema::name_missing,
+    reads(
+        TOOLS,
+        check(
+            "schema.tool_name.missing",
+            "every tool has a string name",
+            SPEC_TOOLS,
+            "Give every tool a string `name`: clients cannot call or show a tool without one.",
+            schema::name_missing,
+        ),
     ),
-    check(
-        "schema.tool_name.format",
-        "tool names are 1-128 characters of A-Z a-z 0-9 _ . -",
-        SPEC_TOOLS,
-        "Rename tools to 1-128 characters from A-Za-z0-9_.- (no spaces or punctuation).",
-        schema::name_format,
+    reads(
+        TOOLS,
+        check(
+            "schema.tool_name.format",
+            "tool names are 1-128 characters of A-Z a-z 0-9 _ . -",
+            SPEC_TOOLS,
+            "Rename tools to 1-128 characters from A-Za-z0-9_.- (no spaces or punctuation).",
+            schema::name_format,
+        ),
     ),
-    check(
-        "schema.tool_name.duplicate",
-        "tool names are unique",
-        SPEC_TOOLS,
-        "Give each tool its own name: a client keeps only one of two tools with the same name.",
-        schema::name_duplicate,
+    reads(
+        TOOLS,
+        check(
+            "schema.tool_name.duplicate",
+            "tool names are unique",
+            SPEC_TOOLS,
+            "Give each tool its own name: a client keeps only one of two tools with the same name.",
+            schema::name_duplicate,
+        ),
     ),
-    check(
-        "schema.tool_name.host_compat",
-        "tool names fit the strictest hosts (^[a-zA-Z0-9_-]{1,64}$, Claude Desktop)",
-        SPEC_TOOLS,
-        "Prefer names of at most 64 characters of A-Za-z0-9_-: some hosts reject dots and longer names.",
-        schema::name_host_compat,
+    reads(
+        TOOLS,
+        check(
+            "schema.tool_name.host_compat",
+            "tool names fit the strictest hosts (^[a-zA-Z0-9_-]{1,64}$, Claude Desktop)",
+            SPEC_TOOLS,
+            "Prefer names of at most 64 characters of A-Za-z0-9_-: some hosts reject dots and longer names.",
+            schema::name_host_compat,
+        ),
     ),
-    check(
-        "schema.tool_description.missing",
-        "every tool has a description",
-        SPEC_TOOLS,
-        "Describe every tool: the model chooses tools by their descriptions.",
-        schema::description_missing,
+    reads(
+        TOOLS,
+        check(
+            "schema.tool_description.missing",
+            "every tool has a description",
+            SPEC_TOOLS,
+            "Describe every tool: the model chooses tools by their descriptions.",
+            schema::description_missing,
+        ),
     ),
-    check(
-        "schema.tool_description.placeholder",
-        "no description is a placeholder (TODO, TBD, test, …)",
-        SPEC_TOOLS,
-        "Replace placeholder descriptions with what the tool does, when to use it and what it returns.",
-        schema::description_placeholder,
+    reads(
+        TOOLS,
+        check(
+            "schema.tool_description.placeholder",
+            "no description is a placeholder (TODO, TBD, test, …)",
+            SPEC_TOOLS,
+            "Replace placeholder descriptions with what the tool does, when to use it and what it returns.",
+            schema::description_placeholder,
+        ),
     ),
-    check(
-        "schema.tool_description.short",
-        "descriptions are at least 20 characters",
-        SPEC_TOOLS,
-        "Write a sentence a model can act on: what the tool does and when to use it.",
-        schema::description_short,
+    reads(
+        TOOLS,
+        check(
+            "schema.tool_description.short",
+            "descriptions are at least 20 characters",
+            SPEC_TOOLS,
+            "Write a sentence a model can act on: what the tool does and when to use it.",
+            schema::description_short,
+        ),
     ),
-    check(
-        "schema.input_schema.malformed",
-        "every inputSchema is a JSON Schema object",
-        SPEC_TOOLS,
-        "Give every tool an `inputSchema` object (for no arguments: {\"type\":\"object\",\"additionalProperties\":false}).",
-        schema::input_malformed,
+    reads(
+        TOOLS,
+        check(
+            "schema.input_schema.malformed",
+            "every inputSchema is a JSON Schema object",
+            SPEC_TOOLS,
+            "Give every tool an `inputSchema` object (for no arguments: {\"type\":\"object\",\"additionalProperties\":false}).",
+            schema::input_malformed,
+        ),
     ),
-    check(
-        "schema.input_schema.root_type",
-        "every inputSchema has root type object",
-        SPEC_TOOLS,
-        "Set `\"type\": \"object\"` at the root of inputSchema: tool arguments are always an object.",
-        schema::input_root_type,
+    reads(
+        TOOLS,
+        check(
+            "schema.input_schema.root_type",
+            "every inputSchema has root type object",
+            SPEC_TOOLS,
+            "Set `\"type\": \"object\"` at the root of inputSchema: tool arguments are always an object.",
+            schema::input_root_type,
+        ),
     ),
-    check(
-        "schema.input_schema.orphan_required",
-        "required names only existing properties",
-        SPEC_TOOLS,
-        "List in `required` only names defined in `properties`; a client cannot fill in an undefined argument.",
-        schema::input_orphan_required,
+    reads(
+        TOOLS,
+        check(
+            "schema.input_schema.orphan_required",
+            "required names only existing properties",
+            SPEC_TOOLS,
+            "List in `required` only names defined in `properties`; a client cannot fill in an undefined argument.",
+            schema::input_orphan_required,
+        ),
     ),
-    check(
-        "schema.input_schema.undescribed_params",
-        "every parameter is described",
-        SPEC_TOOLS,
-        "Add a `description` to every property so the model knows what to pass.",
-        schema::input_undescribed,
+    reads(
+        TOOLS,
+        check(
+            "schema.input_schema.undescribed_params",
+            "every parameter is described",
+            SPEC_TOOLS,
+            "Add a `description` to every property so the model knows what to pass.",
+            schema::input_undescribed,
+        ),
     ),
-    check(
-        "schema.output_schema",
-        "outputSchema, when given, is an object schema",
-        SPEC_TOOLS,
-        "Make `outputSchema` a JSON Schema with root type object (clients validate structuredContent against it).",
-        schema::output_schema,
+    reads(
+        TOOLS,
+        check(
+            "schema.output_schema",
+            "outputSchema, when given, is an object schema",
+            SPEC_TOOLS,
+            "Make `outputSchema` a JSON Schema with root type object (clients validate structuredContent against it).",
+            schema::output_schema,
+        ),
     ),
-    check(
-        "schema.annotations",
-        "annotation hints are booleans",
-        SPEC_TOOLS,
-        "Use true/false for readOnlyHint, destructiveHint, idempotentHint and openWorldHint.",
-        schema::annotations,
+    reads(
+        TOOLS,
+        check(
+            "schema.annotations",
+            "annotation hints are booleans",
+            SPEC_TOOLS,
+            "Use true/false for readOnlyHint, destructiveHint, idempotentHint and openWorldHint.",
+            schema::annotations,
+        ),
     ),
-    check(
-        "schema.context_weight",
-        "the tool list is not too heavy for a model's context (warn 4,000 tokens, fail 10,000)",
-        SPEC_TOOLS,
-        "Shorten the heaviest descriptions and schemas, or split the server: every token of the list is sent with each request.",
-        schema::context_weight,
+    reads(
+        TOOLS,
+        check(
+            "schema.context_weight",
+            "the tool list is not too heavy for a model's context (warn 4,000 tokens, fail 10,000)",
+            SPEC_TOOLS,
+            "Shorten the heaviest descriptions and schemas, or split the server: every token of the list is sent with each request.",
+            schema::context_weight,
+        ),
     ),
-    check(
-        "schema.tool_count",
-        "at most 128 tools (VS Code and Copilot refuse more)",
-        SPEC_TOOLS,
-        "Expose at most 128 tools, or group them: some hosts refuse requests with more.",
-        schema::tool_count,
+    reads(
+        TOOLS,
+        check(
+            "schema.tool_count",
+            "at most 128 tools (VS Code and Copilot refuse more)",
+            SPEC_TOOLS,
+            "Expose at most 128 tools, or group them: some hosts refuse requests with more.",
+            schema::tool_count,
+        ),
     ),
-    rejects(check(
-        "robustness.unknown_tool",
-        "calling an unknown tool is rejected",
-        SPEC_TOOLS,
-        "Reject tools/call of a name you do not have with error -32602 (or an isError result).",
-        robustness::unknown_tool,
-    )),
-    rejects(check(
-        "robustness.missing_required",
-        "a call without required arguments is rejected",
-        SPEC_TOOLS,
-        "Validate arguments against inputSchema before acting; reject missing required ones (isError result).",
-        robustness::missing_required,
-    )),
-    rejects(check(
-        "robustness.wrong_types",
-        "wrong-typed arguments are not accepted silently",
-        SPEC_TOOLS,
-        "Validate argument types against inputSchema and report a mismatch as an isError result.",
-        robustness::wrong_types,
-    )),
-    check(
-        "robustness.result_shape",
-        "tool results have a content array and a boolean isError (opt-in calls)",
-        SPEC_TOOLS,
-        "Return `{content: [...], isError?: boolean}`; with an outputSchema also structuredContent that matches it.",
-        robustness::result_shape,
+    reads(
+        TOOLS,
+        rejects(check(
+            "robustness.unknown_tool",
+            "calling an unknown tool is rejected",
+            SPEC_TOOLS,
+            "Reject tools/call of a name you do not have with error -32602 (or an isError result).",
+            robustness::unknown_tool,
+        )),
     ),
-    check(
-        "robustness.result_size",
-        "tool results are not too large (warn 8,000 tokens, fail 25,000; opt-in calls)",
-        SPEC_TOOLS,
-        "Page or summarize large results: a huge result crowds out the model's context.",
-        robustness::result_size,
+    reads(
+        TOOLS,
+        rejects(check(
+            "robustness.missing_required",
+            "a call without required arguments is rejected",
+            SPEC_TOOLS,
+            "Validate arguments against inputSchema before acting; reject missing required ones (isError result).",
+            robustness::missing_required,
+        )),
     ),
-    malformed(check(
-        "robustness.malformed_input",
-        "malformed lines on stdin do not kill or wedge the server",
-        SPEC_TRANSPORTS,
-        "Treat each bad line as an error reply and keep reading; never exit or stop answering on bad input.",
-        robustness::malformed_input,
-    )),
-    check(
+    reads(
+        TOOLS,
+        rejects(check(
+            "robustness.wrong_types",
+            "wrong-typed arguments are not accepted silently",
+            SPEC_TOOLS,
+            "Validate argument types against inputSchema and report a mismatch as an isError result.",
+            robustness::wrong_types,
+        )),
+    ),
+    reads(
+        TOOLS,
+        check(
+            "robustness.result_shape",
+            "tool results have a content array and a boolean isError (opt-in calls)",
+            SPEC_TOOLS,
+            "Return `{content: [...], isError?: boolean}`; with an outputSchema also structuredContent that matches it.",
+            robustness::result_shape,
+        ),
+    ),
+    reads(
+        TOOLS,
+        check(
+            "robustness.result_size",
+            "tool results are not too large (warn 8,000 tokens, fail 25,000; opt-in calls)",
+            SPEC_TOOLS,
+            "Page or summarize large results: a huge result crowds out the model's context.",
+            robustness::result_size,
+        ),
+    ),
+    reads(
+        TOOLS,
+        malformed(check(
+            "robustness.malformed_input",
+            "malformed lines on stdin do not kill or wedge the server",
+            SPEC_TRANSPORTS,
+            "Treat each bad line as an error reply and keep reading; never exit or stop answering on bad input.",
+            robustness::malformed_input,
+        )),
+    ),
+    stdio_only(check(
         "hygiene.stdout_purity",
         "stdout carries only JSON-RPC messages",
         SPEC_TRANSPORTS,
         "Send logs and banners to stderr: clients fail on any stdout line that is not a JSON-RPC message.",
         hygiene::stdout_purity,
-    ),
-    check(
+    )),
+    stdio_only(check(
         "hygiene.framing",
         "lines end in \\n alone, without BOM, valid UTF-8, no Content-Length headers, not too long",
         SPEC_TRANSPORTS,
         "Write one UTF-8 JSON object per line ending in \\n; no LSP headers; keep lines under 64 KiB for Go clients.",
         hygiene::framing,
-    ),
-    check(
+    )),
+    stdio_only(check(
         "hygiene.stderr",
         "stderr shows no unhandled exception",
         SPEC_TRANSPORTS,
         "Catch and report errors as JSON-RPC errors; an uncaught exception on stderr means a code path crashed.",
         hygiene::stderr,
-    ),
-    check(
+    )),
+    stdio_only(check(
         "hygiene.survival",
         "the server is still running after the suite",
         SPEC_TRANSPORTS,
         "Survive bad input and errors: a stdio server that exits takes every tool of the session with it.",
         hygiene::survival,
-    ),
-    check(
+    )),
+    stdio_only(check(
         "hygiene.shutdown",
         "the server exits on stdin EOF and leaves no process behind",
         SPEC_LIFECYCLE,
         "Exit when stdin closes (listen for end/close on stdin) and take child processes with you.",
         hygiene::shutdown,
-    ),
+    )),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_session_prepares_only_what_the_selected_checks_need() {
+        let only =
+            |prefix: &'static str| move |id: &str| id == prefix || id.starts_with(&format!("{prefix}."));
+        assert_eq!(Prefetch::of(only("hygiene")), Prefetch::default());
+        assert_eq!(
+            Prefetch::of(only("protocol.version_negotiation.unknown")),
+            Prefetch {
+                lists: vec![],
+                side_runs: vec!["1999-01-01"]
+            }
+        );
+        assert_eq!(Prefetch::of(only("schema")).lists, [List::Tools]);
+        assert_eq!(
+            Prefetch::of(only("pagination")).lists,
+            [List::Tools, List::Resources, List::Prompts]
+        );
+        let all = Prefetch::of(|_| true);
+        assert_eq!(all.side_runs, ["1999-01-01", "2024-11-05"]);
+    }
+
+    #[test]
+    fn only_the_handshake_checks_run_without_a_session_and_only_hygiene_is_stdio_bound() {
+        for c in ALL {
+            assert_eq!(
+                !c.needs.session,
+                c.id.starts_with("protocol.handshake."),
+                "{}",
+                c.id
+            );
+            let stdio = c.needs.transport == Some(crate::wire::Transport::Stdio);
+            assert_eq!(stdio, c.id.starts_with("hygiene."), "{}", c.id);
+        }
+    }
+}

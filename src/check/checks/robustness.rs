@@ -6,13 +6,10 @@
 use serde_json::{Map, Value, json};
 
 use super::Outcome;
-use crate::check::session::Ctx;
+use crate::check::session::{Ctx, OptInCall};
 use crate::rpc::describe;
 use crate::rpc::{NoReply, Reply};
 use crate::text::truncate;
-
-/// One opt-in call: the tool and what it answered.
-pub type OptInCall = (String, Result<Reply, NoReply>);
 
 /// At most this many tools are called per check.
 const MAX_CALLED: usize = 12;
