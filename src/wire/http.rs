@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::framing::Frame;
-use super::{Closing, ExitInfo, Grace, Refusal, Sent, StderrLog, Wire, WireEvent, WireStats};
+use super::{Closing, ExitInfo, Grace, Refusal, Sent, StderrLog, Transport, Wire, WireEvent, WireStats};
 use crate::http::{self, HttpError, HttpOptions, HttpStatus, HttpUrl, HttpWire};
 use crate::mcp::meta;
 
@@ -152,6 +152,10 @@ fn error_answer(body: &[u8], id: &Value) -> Option<Vec<u8>> {
 }
 
 impl Wire for HttpEndpointWire {
+    fn transport(&self) -> Transport {
+        Transport::Http
+    }
+
     fn send(&mut self, message: Vec<u8>, deadline: Instant) -> Sent {
         self.post(message, deadline)
     }
