@@ -189,6 +189,18 @@ impl Redactor {
         m.values_mut().for_each(|v| self.json(v));
     }
 
+    /// Masks only the literal secrets of the run: for structured server text whose shape
+    /// the shape rules would misread (a `WWW-Authenticate` challenge's `Bearer realm=`).
+    pub fn literals(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for lit in &self.literals {
+            if out.contains(lit.as_str()) {
+                out = out.replace(lit.as_str(), MASK);
+            }
+        }
+        out
+    }
+
     /// Any text (stderr, noise, a call preview) as it may be recorded.
     pub fn text(&self, text: &str) -> String {
         self.text_cow(text).into_owned()

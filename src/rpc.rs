@@ -83,7 +83,7 @@ pub enum NoReply {
     /// waiting for such an answer. Code and message as sent (the message cut to 1024 bytes).
     ErrorWithNullId { code: Option<i64>, message: String },
     /// The server refused the request at the transport level (HTTP: its status).
-    Refused(crate::wire::Refusal),
+    Refused(Box<crate::wire::Refusal>),
     /// No connection could be made to send it (HTTP).
     Unreachable { kind: std::io::ErrorKind },
     /// The reply stream or its connection broke off (HTTP), in words.
@@ -281,7 +281,7 @@ impl Rpc {
                     // Refused without an id (a notification, a raw message): the awaited
                     // reply may still come; count it and wait on.
                     if refusal.id.as_ref().is_some_and(|id| accept(Some(id))) {
-                        return Err(NoReply::Refused(refusal));
+                        return Err(NoReply::Refused(Box::new(refusal)));
                     }
                     self.traffic.refused += 1;
                 }

@@ -275,7 +275,7 @@ impl Run<'_> {
                 "duplicate_id_key",
                 format!("a reply while waiting for {step} has the `id` key {keys} times: which request it answers is ambiguous"),
             ),
-            NoReply::Refused(r) if r.status == 401 => self.auth_required(step, r),
+            NoReply::Refused(r) if r.status == 401 => self.auth_required(step, *r),
             NoReply::Refused(r) if r.location.is_some() || (300..400).contains(&r.status) => self.fail(
                 "http_redirect",
                 format!(

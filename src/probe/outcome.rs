@@ -198,7 +198,8 @@ impl HttpSeen {
             }
         }
         if let Some(a) = &mut self.auth {
-            a.challenges = a.challenges.iter().map(|c| r.text(c)).collect();
+            // A challenge is `Scheme param=...`: only the run's own secrets are masked in it.
+            a.challenges = a.challenges.iter().map(|c| r.literals(c)).collect();
             if let Some(doc) = &mut a.metadata {
                 r.json(doc);
             }

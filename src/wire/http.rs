@@ -81,12 +81,13 @@ impl HttpEndpointWire {
     }
 
     /// A non-2xx reply: a JSON-RPC error in its body answers the request (with our id put
-    /// in when the server gave none); otherwise, and always for a 401, a refusal.
+    /// in when the server gave none; a raw message's answer keeps `id: null`, as the RPC
+    /// layer expects of an unparsable line's answer); otherwise, and always for a 401, a
+    /// refusal.
     fn status(&self, s: HttpStatus) -> WireEvent {
         let id = self.id_of(s.exchange);
         if s.status != 401
-            && let Some(id) = &id
-            && let Some(line) = error_answer(&s.body, id)
+            && let Some(line) = error_answer(&s.body, id.as_ref().unwrap_or(&Value::Null))
         {
             return WireEvent::Frame(Frame::Line(line));
         }
@@ -252,6 +253,8 @@ mod tests {
         assert_eq!(v["error"]["code"], -32000);
         assert!(error_answer(br#"{"id":4,"error":{"code":1,"message":"x"}}"#, &json!(3)).is_none());
         assert!(error_answer(b"Bad Request", &json!(3)).is_none());
+        let raw = error_answer(br#"{"error":{"code":-32700,"message":"x"}}"#, &Value::Null).unwrap();
+        assert_eq!(serde_json::from_slice::<Value>(&raw).unwrap()["id"], Value::Null);
         assert!(error_answer(br#"{"error":"text"}"#, &json!(3)).is_none());
     }
 }

@@ -1,0 +1,586 @@
+//! `probe --url` and `check --url` end to end through the CLI: real MCP servers on 127.0.0.1
+//! started by the tests (server-everything in `streamableHttp` mode, the Python SDK serving
+//! Streamable HTTP with sessions, SSE replies, JSON replies and statelessly), and small
+//! servers of our own on a `TcpListener` for what real ones will not do (a 401 with its
+//! resource metadata, a redirect). Each asserts the verdict, the block's fields, that the
+//! file re-verifies independently, that no header value reaches any output or evidence file,
+//! and that nothing is left connected or reading.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use common::{Bench, reason_codes, tool_names};
+use serde_json::Value;
+
+/// A server process, killed and reaped when dropped.
+struct ServerProcess {
+    child: Child,
+    port: u16,
+    log: std::path::PathBuf,
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl ServerProcess {
+    /// Starts `cmd` (which must listen on `port` at 127.0.0.1) and waits until it accepts.
+    fn start(mut cmd: Command, port: u16, bench: &Bench) -> ServerProcess {
+        let log = bench.dir.join("server.log");
+        let file = std::fs::File::create(&log).unwrap();
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .expect("the server starts");
+        let mut server = ServerProcess { child, port, log };
+        let until = Instant::now() + Duration::from_secs(60);
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!(
+                    "the server exited ({status}) before listening:\n{}",
+                    std::fs::read_to_string(&server.log).unwrap_or_default()
+                );
+            }
+            assert!(Instant::now() < until, "the server never listened on {addr}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn everything(mode: &str, bench: &Bench) -> ServerProcess {
+    let dir = common::reference_dir();
+    let port = free_port();
+    let mut cmd = Command::new("node");
+    cmd.arg("--require")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/http-servers/loopback-listen.cjs"
+        ))
+        .arg(dir.join("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
+        .arg(mode)
+        .env("PORT", port.to_string());
+    ServerProcess::start(cmd, port, bench)
+}
+
+fn python_server(args: &[&str], bench: &Bench) -> ServerProcess {
+    let dir = common::reference_dir();
+    let port = free_port();
+    let mut cmd = Command::new(dir.join("venv/bin/python"));
+    cmd.arg(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/http-servers/py_streamable.py"
+    ))
+    .arg(port.to_string())
+    .args(args);
+    ServerProcess::start(cmd, port, bench)
+}
+
+/// Runs mcp-witness with extra environment variables.
+fn witness_env(bench: &Bench, args: &[&str], env: &[(&str, &str)]) -> common::Run {
+    let out = Command::new(common::WITNESS)
+        .args(args)
+        .current_dir(bench.dir.path())
+        .env("MCP_WITNESS_KEY", bench.dir.join("signing.key"))
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .expect("mcp-witness runs");
+    common::Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The evidence file re-verifies with the independent Python verifier.
+fn reverifies(bench: &Bench) {
+    let out = Command::new(common::verifier_python())
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/reverify.py"))
+        .arg(&bench.evidence)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "reverify.py: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// No byte of `secret` in the run's output, nor in any file of the bench.
+fn never_shown(bench: &Bench, run: &common::Run, secret: &str) {
+    assert!(!run.stdout.contains(secret), "stdout shows the secret");
+    assert!(!run.stderr.contains(secret), "stderr shows the secret");
+    for entry in std::fs::read_dir(bench.dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(
+                !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                "{} holds the secret",
+                path.display()
+            );
+        }
+    }
+}
+
+/// Sockets of this machine connected to `port` from the client side and still established
+/// (state 01 in /proc/net/tcp): a connection mcp-witness left open would show here.
+fn established_to(port: u16) -> usize {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    table
+        .lines()
+        .skip(1)
+        .filter(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            let remote_port = cols
+                .get(2)
+                .and_then(|r| r.split(':').nth(1))
+                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            remote_port == Some(port) && cols.get(3) == Some(&"01")
+        })
+        .count()
+}
+
+/// Every connection of an HTTP block ended with no reply reader left running.
+fn no_reader_left(block: &Value) {
+    for c in block["http"]["connections"].as_array().unwrap() {
+        assert_eq!(c["readers_left"], 0, "{c}");
+    }
+}
+
+#[test]
+fn probe_url_of_server_everything_passes_and_records_the_session_by_shape_never_by_value() {
+    let bench = Bench::new("http-probe-everything");
+    let server = everything("streamableHttp", &bench);
+    let url = server.url("/mcp");
+    let ev = bench.evidence.to_str().unwrap().to_string();
+    let secret = "tok-d41d8cd98f00b204e9800998ecf8427e";
+    let bearer = format!("Bearer {secret}");
+    let run = witness_env(
+        &bench,
+        &[
+            "probe",
+            "-e",
+            &ev,
+            "--url",
+            &url,
+            "--header-env",
+            "Authorization=MCPW_TEST_TOKEN",
+        ],
+        &[("MCPW_TEST_TOKEN", &bearer)],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let b = bench.last_block();
+    assert_eq!(b["verdict"], "pass");
+    assert_eq!(b["era"], "legacy");
+    assert_eq!(b["protocol_version"], "2025-11-25");
+    assert_eq!(tool_names(&b).len(), 13);
+    let t = &b["target"];
+    assert_eq!(t["url"], url.as_str());
+    assert_eq!(t["transport"], "streamable_http");
+    assert_eq!(t["headers"], serde_json::json!(["Authorization"]));
+    for absent in ["program_sha256", "program", "command", "cwd", "env"] {
+        assert!(t.get(absent).is_none(), "target has {absent}: {t}");
+    }
+    assert!(b["teardown"].is_null());
+
+    let http = &b["http"];
+    assert_eq!(http["transport"], "streamable_http");
+    assert!(http["auth"].is_null());
+    let conns = http["connections"].as_array().unwrap();
+    assert_eq!(conns.len(), 1);
+    let c = &conns[0];
+    assert_eq!(c["session_id"]["length"], 36); // a UUID, its value never kept
+    assert_eq!(c["session_id"]["visible_ascii"], true);
+    assert_eq!(
+        (c["delete"].as_str(), c["delete_status"].as_u64()),
+        (Some("accepted"), Some(200))
+    );
+    let shape: Vec<(String, u64)> = c["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["rpc_method"]
+                    .as_str()
+                    .unwrap_or(x["method"].as_str().unwrap())
+                    .to_string(),
+                x["status"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("initialize".to_string(), 200),
+            ("notifications/initialized".to_string(), 202),
+            ("tools/list".to_string(), 200),
+            ("DELETE".to_string(), 200),
+        ]
+    );
+    assert_eq!(c["exchanges"][0]["content_type"], "text/event-stream");
+    no_reader_left(&b);
+    assert_eq!(established_to(server.port), 0, "a connection was left open");
+
+    reverifies(&bench);
+    never_shown(&bench, &run, secret);
+    let verify = bench.run(&["verify", &ev]);
+    assert_eq!(verify.code, 0, "{}", verify.stderr);
+}
+
+#[test]
+fn auto_against_server_everything_falls_back_to_legacy_on_a_fresh_connection() {
+    let bench = Bench::new("http-probe-auto");
+    let server = everything("streamableHttp", &bench);
+    let ev = bench.evidence.to_str().unwrap().to_string();
+    let run = bench.run(&["probe", "-e", &ev, "--era", "auto", "--url", &server.url("/mcp")]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let b = bench.last_block();
+    assert_eq!(b["era"], "legacy");
+    let detection = b["era_detection"].as_str().unwrap();
+    assert!(
+        detection.contains("-32000") && detection.contains("fresh connection"),
+        "{detection}"
+    );
+    let conns = b["http"]["connections"].as_array().unwrap();
+    assert_eq!(conns.len(), 2);
+    // The modern attempt: a 400 whose JSON-RPC body was read; no session, nothing deleted.
+    assert_eq!(conns[0]["exchanges"][0]["rpc_method"], "server/discover");
+    assert_eq!(conns[0]["exchanges"][0]["status"], 400);
+    assert_eq!(conns[0]["delete"], "no_session");
+    assert_eq!(conns[1]["delete"], "accepted");
+    no_reader_left(&b);
+    reverifies(&bench);
+}
+
+#[test]
+fn the_python_sdk_passes_in_every_reply_mode_and_statelessly_in_the_modern_era() {
+    for (args, era, want_era, sessions) in [
+        (&["--json"][..], "legacy", "legacy", true),
+        (&[][..], "legacy", "legacy", true),
+        (&["--json", "--stateless"][..], "modern", "modern", false),
+        (&[][..], "auto", "modern", true),
+    ] {
+        let bench = Bench::new("http-probe-python");
+        let server = python_server(args, &bench);
+        let ev = bench.evidence.to_str().unwrap().to_string();
+        let run = bench.run(&["probe", "-e", &ev, "--era", era, "--url", &server.url("/mcp")]);
+        assert_eq!(run.code, 0, "{args:?} {era}: {}{}", run.stdout, run.stderr);
+        let b = bench.last_block();
+        assert_eq!(b["era"], want_era, "{args:?} {era}");
+        assert_eq!(tool_names(&b), ["add", "echo"]);
+        let c = &b["http"]["connections"][0];
+        if want_era == "modern" {
+            // Stateless: no initialize, no session, nothing to delete.
+            assert_eq!(c["exchanges"][0]["rpc_method"], "server/discover");
+            assert_eq!(c["delete"], "no_session");
+            assert_eq!(b["protocol_version"], "2026-07-28");
+        } else {
+            assert_eq!(c["session_id"]["length"], 32, "{args:?}");
+            assert_eq!(c["delete"], if sessions { "accepted" } else { "no_session" });
+        }
+        no_reader_left(&b);
+        reverifies(&bench);
+    }
+}
+
+#[test]
+fn check_url_runs_the_suite_over_http_and_skips_the_stdio_only_checks() {
+    let bench = Bench::new("http-check-everything");
+    let server = everything("streamableHttp", &bench);
+    let ev = bench.dir.join("checks.jsonl");
+    let run = bench.run(&[
+        "check",
+        "-e",
+        ev.to_str().unwrap(),
+        "--url",
+        &server.url("/mcp"),
+        "--json",
+    ]);
+    assert!(run.code == 0 || run.code == 1, "{}{}", run.stdout, run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    let status = |id: &str| -> String {
+        report["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id)
+            .map(|r| r["status"].as_str().unwrap().to_string())
+            .unwrap_or_default()
+    };
+    assert_eq!(status("protocol.handshake.version"), "pass", "{report}");
+    assert_eq!(status("pagination.tools"), "pass");
+    // The truncated body got a 400 whose body is a -32700 error: that is its answer.
+    assert_eq!(status("protocol.parse_error"), "pass");
+    assert_eq!(status("hygiene.stdout_purity"), "skip");
+    let text = std::fs::read_to_string(&ev).unwrap();
+    let block: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(block["target"]["transport"], "streamable_http");
+    assert!(block["target"].get("program_sha256").is_none());
+}
+
+// ---------------------------------------------------------------- servers of our own
+
+/// A one-thread HTTP server on 127.0.0.1 answering each request with `answer(head)` until
+/// `requests` have been served; returns the request heads it saw.
+fn serve(
+    requests: usize,
+    answer: impl Fn(&str, u16) -> String + Send + 'static,
+) -> (u16, JoinHandle<Vec<String>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handle = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        listener.set_nonblocking(false).unwrap();
+        for stream in listener.incoming().take(requests) {
+            let Ok(mut s) = stream else { continue };
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut reader = BufReader::new(s.try_clone().unwrap());
+            let mut head = String::new();
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+                head.push_str(&line);
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let _ = s.write_all(answer(&head, port).as_bytes());
+            seen.push(head);
+        }
+        seen
+    });
+    (port, handle)
+}
+
+fn reply(status: &str, extra: &str, content_type: &str, body: &str) -> String {
+    format!(
+        "HTTP/1.1 {status}\r\n{extra}Content-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+#[test]
+fn a_401_is_inconclusive_auth_required_with_its_challenge_and_same_origin_metadata() {
+    let bench = Bench::new("http-probe-401");
+    let (port, server) = serve(2, |head, port| {
+        if head.starts_with("GET /.well-known/oauth-protected-resource/mcp ") {
+            let doc = format!(
+                r#"{{"resource":"http://127.0.0.1:{port}/mcp","authorization_servers":["https://auth.example"]}}"#
+            );
+            reply("200 OK", "", "application/json", &doc)
+        } else {
+            let challenge = format!(
+                "WWW-Authenticate: Bearer resource_metadata=\"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp\"\r\n"
+            );
+            reply("401 Unauthorized", &challenge, "text/plain", "unauthorized")
+        }
+    });
+    let ev = bench.evidence.to_str().unwrap().to_string();
+    let secret = "sk-live-0123456789abcdef0123";
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let header = format!("X-Api-Key: {secret}");
+    let run = bench.run(&["probe", "-e", &ev, "--url", &url, "--header", &header]);
+    assert_eq!(run.code, 3, "{}{}", run.stdout, run.stderr);
+    let b = bench.last_block();
+    assert_eq!(b["verdict"], "inconclusive");
+    assert_eq!(reason_codes(&b), ["auth_required"]);
+    let auth = &b["http"]["auth"];
+    let challenge = auth["challenges"][0].as_str().unwrap();
+    assert!(challenge.starts_with("Bearer resource_metadata="), "{challenge}");
+    assert_eq!(auth["metadata_status"], 200);
+    assert_eq!(
+        auth["metadata"]["authorization_servers"][0],
+        "https://auth.example"
+    );
+    assert_eq!(b["target"]["headers"], serde_json::json!(["X-Api-Key"]));
+    let heads = server.join().unwrap();
+    // The credential went to the endpoint, never to the metadata document.
+    assert!(heads[0].contains(secret));
+    assert!(heads[1].starts_with("GET /.well-known/") && !heads[1].contains(secret));
+    reverifies(&bench);
+    never_shown(&bench, &run, secret);
+}
+
+#[test]
+fn metadata_on_another_origin_is_named_but_never_fetched() {
+    let bench = Bench::new("http-probe-401-foreign");
+    let (port, server) = serve(1, |_, _| {
+        reply(
+            "401 Unauthorized",
+            "WWW-Authenticate: Bearer resource_metadata=\"http://127.0.0.2:9/.well-known/oauth-protected-resource\"\r\n",
+            "text/plain",
+            "",
+        )
+    });
+    let ev = bench.evidence.to_str().unwrap().to_string();
+    let run = bench.run(&[
+        "probe",
+        "-e",
+        &ev,
+        "--url",
+        &format!("http://127.0.0.1:{port}/mcp"),
+    ]);
+    assert_eq!(run.code, 3, "{}{}", run.stdout, run.stderr);
+    let b = bench.last_block();
+    let auth = &b["http"]["auth"];
+    assert!(auth["metadata_status"].is_null());
+    assert!(auth["metadata_note"].as_str().unwrap().contains("another origin"));
+    assert_eq!(server.join().unwrap().len(), 1);
+}
+
+#[test]
+fn a_redirect_fails_the_probe_and_is_recorded_redacted_not_followed() {
+    let bench = Bench::new("http-probe-redirect");
+    let (port, server) = serve(1, |_, _| {
+        reply(
+            "307 Temporary Redirect",
+            "Location: http://127.0.0.1:9/mcp?api_key=hunter2hunter2\r\n",
+            "text/plain",
+            "",
+        )
+    });
+    let ev = bench.evidence.to_str().unwrap().to_string();
+    let run = bench.run(&[
+        "probe",
+        "-e",
+        &ev,
+        "--url",
+        &format!("http://127.0.0.1:{port}/mcp"),
+    ]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let b = bench.last_block();
+    assert_eq!(reason_codes(&b), ["http_redirect"]);
+    let redirects = &b["http"]["connections"][0]["redirects"];
+    assert_eq!(redirects[0]["status"], 307);
+    assert_eq!(server.join().unwrap().len(), 1, "the redirect was followed");
+    never_shown(&bench, &run, "hunter2hunter2");
+}
+
+#[test]
+fn a_url_given_as_the_command_is_pointed_to_url() {
+    let bench = Bench::new("http-probe-hint");
+    let run = bench.run(&["probe", "--no-record", "--", "http://127.0.0.1:9/mcp"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("--url"), "{}", run.stderr);
+    let run = bench.run(&[
+        "probe",
+        "--no-record",
+        "--url",
+        "http://127.0.0.1:9/mcp",
+        "--",
+        "x",
+    ]);
+    assert_eq!(run.code, 2, "--url and a command together are refused");
+}
+
+#[test]
+fn a_missing_header_variable_and_a_malformed_header_are_usage_errors_that_do_not_echo_values() {
+    let bench = Bench::new("http-probe-header-usage");
+    let run = bench.run(&[
+        "probe",
+        "--no-record",
+        "--url",
+        "http://127.0.0.1:9/mcp",
+        "--header-env",
+        "Authorization=MCPW_SURELY_UNSET_VAR",
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("MCPW_SURELY_UNSET_VAR is not set"),
+        "{}",
+        run.stderr
+    );
+    let run = bench.run(&[
+        "probe",
+        "--no-record",
+        "--url",
+        "http://127.0.0.1:9/mcp",
+        "--header",
+        "no colon s3cr3tv4lue",
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(!run.stderr.contains("s3cr3tv4lue"), "{}", run.stderr);
+}
+
+#[test]
+fn a_config_url_entry_is_probed_with_its_headers_and_no_value_is_recorded() {
+    let bench = Bench::new("http-probe-config");
+    let server = python_server(&["--json"], &bench);
+    let secret = "cfg-secret-9f86d081884c7d65";
+    let config = bench.dir.join("mcp.json");
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{"mcpServers": {{"remote": {{"type": "http", "url": "{}", "headers": {{"X-Token": "{secret}"}}}}}}}}"#,
+            server.url("/mcp")
+        ),
+    )
+    .unwrap();
+    let ev = bench.evidence.to_str().unwrap().to_string();
+    let run = bench.run(&[
+        "probe",
+        "-e",
+        &ev,
+        "--config",
+        config.to_str().unwrap(),
+        "--server",
+        "remote",
+    ]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let b = bench.last_block();
+    assert_eq!(b["target"]["headers"], serde_json::json!(["X-Token"]));
+    assert_eq!(b["target"]["url"], server.url("/mcp").as_str());
+    assert_eq!(tool_names(&b), ["add", "echo"]);
+    std::fs::remove_file(&config).unwrap(); // the config itself holds the value, by design
+    never_shown(&bench, &run, secret);
+}
+
+#[test]
+fn a_closed_port_fails_as_unreachable_with_what_to_check() {
+    let bench = Bench::new("http-probe-closed");
+    let port = free_port();
+    let ev = bench.evidence.to_str().unwrap().to_string();
+    let run = bench.run(&[
+        "probe",
+        "-e",
+        &ev,
+        "--url",
+        &format!("http://127.0.0.1:{port}/mcp"),
+    ]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let b = bench.last_block();
+    assert_eq!(reason_codes(&b), ["unreachable"]);
+    assert!(b["reasons"][0]["message"].as_str().unwrap().contains("running"));
+}
