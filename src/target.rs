@@ -185,6 +185,31 @@ impl Endpoint {
         }
     }
 
+    /// A fresh connection over the HTTP+SSE transport of 2024-11-05 (an HTTP target only):
+    /// the GET stream open and its endpoint named within `reply_wait`. On failure, why, and
+    /// the attempt's HTTP facts for the record.
+    pub fn connect_legacy_sse(
+        &self,
+        reply_wait: Duration,
+        deadline: Instant,
+    ) -> Option<Result<Box<dyn Wire>, (String, Option<crate::http::HttpFacts>)>> {
+        let Endpoint::Http(t) = self else {
+            return None;
+        };
+        let headers = t.headers.iter().map(|(n, v)| (n.clone(), v.0.clone())).collect();
+        let endpoint_wait = (Instant::now() + reply_wait).min(deadline);
+        Some(
+            crate::wire::http::HttpEndpointWire::connect_legacy_sse(
+                t.url.clone(),
+                headers,
+                t.options.clone(),
+                endpoint_wait,
+                deadline,
+            )
+            .map(|w| Box::new(w) as Box<dyn Wire>),
+        )
+    }
+
     /// A fresh connection: the process spawned, or the HTTP host resolved. Each reply
     /// stream is read for `reply_wait` at most, never past `deadline`. The error says what
     /// to do, without any header value.

@@ -584,3 +584,52 @@ fn a_closed_port_fails_as_unreachable_with_what_to_check() {
     assert_eq!(reason_codes(&b), ["unreachable"]);
     assert!(b["reasons"][0]["message"].as_str().unwrap().contains("running"));
 }
+
+#[test]
+fn a_refused_initialize_post_falls_back_to_http_sse_against_server_everything_sse_mode() {
+    let bench = Bench::new("http-probe-sse");
+    let server = everything("sse", &bench);
+    let ev = bench.evidence.to_str().unwrap().to_string();
+    let run = bench.run(&["probe", "-e", &ev, "--url", &server.url("/sse")]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let b = bench.last_block();
+    assert_eq!(b["verdict"], "pass");
+    assert_eq!(tool_names(&b).len(), 13);
+    assert_eq!(b["target"]["transport"], "http_sse");
+    assert_eq!(b["http"]["transport"], "http_sse");
+    let detection = b["era_detection"].as_str().unwrap();
+    assert!(
+        detection.contains("HTTP 404") && detection.contains("HTTP+SSE"),
+        "{detection}"
+    );
+    let conns = b["http"]["connections"].as_array().unwrap();
+    assert_eq!(conns.len(), 2);
+    assert_eq!(conns[0]["exchanges"][0]["status"], 404);
+    let second: Vec<(String, u64)> = conns[1]["exchanges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["rpc_method"]
+                    .as_str()
+                    .unwrap_or(x["method"].as_str().unwrap())
+                    .to_string(),
+                x["status"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // The stream first, then every message POSTed to the endpoint it named (202 each).
+    assert_eq!(
+        second,
+        [
+            ("GET".to_string(), 200),
+            ("initialize".to_string(), 202),
+            ("notifications/initialized".to_string(), 202),
+            ("tools/list".to_string(), 202),
+        ]
+    );
+    no_reader_left(&b);
+    assert_eq!(established_to(server.port), 0, "a connection was left open");
+    reverifies(&bench);
+}

@@ -625,6 +625,18 @@ impl Connector for Ctx<'_> {
         Ok(rpc)
     }
 
+    fn connect_legacy_sse(&mut self) -> Option<Result<Rpc, String>> {
+        let endpoint = self.endpoint.as_ref()?;
+        let attempt = endpoint.connect_legacy_sse(self.opts.server.timeout, self.deadline)?;
+        Some(attempt.map_err(|(why, _)| why).map(|wire| {
+            self.target.transport = crate::target::Transport::HttpSse;
+            let mut rpc = Rpc::new(wire);
+            rpc.redactor = self.redactor.clone();
+            rpc.deadline = Some(self.deadline);
+            rpc
+        }))
+    }
+
     fn retire(&mut self, rpc: Rpc) -> String {
         self.rpc = Some(rpc);
         self.stop_main();

@@ -12,6 +12,7 @@
 
 pub mod auth;
 pub mod client;
+pub mod legacy_sse;
 pub mod message;
 pub mod session;
 pub mod sse;

@@ -134,6 +134,35 @@ impl Connector for Run<'_> {
         Ok(rpc)
     }
 
+    /// The HTTP+SSE fallback: the transport is recorded as `http_sse` once it opens; a failed
+    /// attempt's facts join the record.
+    fn connect_legacy_sse(&mut self) -> Option<Result<Rpc, String>> {
+        let endpoint = self.endpoint.as_ref()?;
+        let deadline = self.started + self.deadline();
+        let attempt = endpoint.connect_legacy_sse(self.opts.server.timeout, deadline)?;
+        Some(match attempt {
+            Ok(wire) => {
+                self.obs.target.transport = crate::target::Transport::HttpSse;
+                let mut rpc = Rpc::new(wire);
+                rpc.redactor = self.redactor.clone();
+                rpc.deadline = Some(deadline);
+                Ok(rpc)
+            }
+            Err((why, facts)) => {
+                if let Some(facts) = facts {
+                    self.obs.http.get_or_insert_with(Default::default).sessions.push(
+                        crate::http::SessionEnd {
+                            delete: crate::http::DeleteOutcome::NoSession,
+                            facts,
+                            readers_left: 0,
+                        },
+                    );
+                }
+                Err(why)
+            }
+        })
+    }
+
     /// Tears down the discovery process of `auto`, keeping its survivors and escapees for
     /// the run's teardown record.
     fn retire(&mut self, rpc: Rpc) -> String {

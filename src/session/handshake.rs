@@ -164,7 +164,7 @@ pub(crate) fn open(
         Err(e) => return (None, hs, Err(HandshakeError::Connect(e))),
     };
     let outcome = match plan.choice {
-        EraChoice::Legacy => legacy(&mut rpc, plan, &mut hs),
+        EraChoice::Legacy => legacy_or_sse(conn, &mut rpc, plan, &mut hs),
         EraChoice::Modern => match discover(&mut rpc, plan, &mut hs) {
             Ok(Discovered::Modern) => Ok(()),
             Ok(Discovered::NotModern(why)) => Err(HandshakeError::NotModern(why)),
@@ -191,7 +191,7 @@ pub(crate) fn open(
                     Ok(rpc) => rpc,
                     Err(e) => return (None, hs, Err(HandshakeError::Connect(e))),
                 };
-                legacy(&mut rpc, plan, &mut hs)
+                legacy_or_sse(conn, &mut rpc, plan, &mut hs)
             }
             Err(e) => Err(e),
         },
@@ -205,6 +205,41 @@ pub(crate) fn open(
         rpc.negotiated(v);
     }
     (Some(rpc), hs, outcome)
+}
+
+/// The legacy handshake; when an HTTP endpoint refuses the initialize POST with 400, 404 or
+/// 405 (the statuses the 2025-11-25 transport names), the same handshake over the HTTP+SSE
+/// transport of 2024-11-05 on a fresh connection. When that cannot be opened either, the
+/// first refusal stands (the attempt is in the connector's record).
+fn legacy_or_sse(
+    conn: &mut dyn Connector,
+    rpc: &mut Rpc,
+    plan: &Plan,
+    hs: &mut Handshake,
+) -> Result<(), HandshakeError> {
+    let first = legacy(rpc, plan, hs);
+    let refused = match &first {
+        Err(HandshakeError::NoReply {
+            why: NoReply::Refused(r),
+            ..
+        }) if matches!(r.status, 400 | 404 | 405) => r.status,
+        _ => return first,
+    };
+    match conn.connect_legacy_sse() {
+        Some(Ok(fresh)) => {
+            let old = std::mem::replace(rpc, fresh);
+            let ended = conn.retire(old);
+            let note = format!(
+                "initialize was refused with HTTP {refused}; fell back to the HTTP+SSE transport (2024-11-05){ended}"
+            );
+            hs.detection = Some(match hs.detection.take() {
+                Some(d) => format!("{d}; {note}"),
+                None => note,
+            });
+            legacy(rpc, plan, hs)
+        }
+        _ => first,
+    }
 }
 
 /// `initialize`, then `notifications/initialized` once it answered with an object.

@@ -4,7 +4,8 @@
 //! refused POST fails its own request), how a non-2xx reply is delivered (a JSON-RPC error
 //! body answers its request, as the 2026-07-28 era detection needs; anything else, and any
 //! 401, is a [`Refusal`]), and the 2026-07-28 request headers mirrored from the message
-//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`).
+//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`). The same wire runs the HTTP+SSE
+//! transport of 2024-11-05 ([`crate::http::legacy_sse`]) when the session falls back to it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -14,6 +15,8 @@ use serde_json::Value;
 
 use super::framing::Frame;
 use super::{Closing, ExitInfo, Grace, Refusal, Sent, StderrLog, Transport, Wire, WireEvent, WireStats};
+use crate::http::legacy_sse::LegacySse;
+use crate::http::message::SecretHeader;
 use crate::http::{self, HttpError, HttpOptions, HttpStatus, HttpUrl, HttpWire};
 use crate::mcp::meta;
 
@@ -24,18 +27,27 @@ const MAX_IDS: usize = 4096;
 /// How long the DELETE at the end may take at least.
 const MIN_CLOSE: Duration = Duration::from_secs(1);
 
-/// A Streamable HTTP endpoint seen as a wire.
+/// The transport under the wire.
+enum Inner {
+    Streamable(HttpWire),
+    LegacySse(LegacySse),
+}
+
+/// A Streamable HTTP endpoint (or an HTTP+SSE one) seen as a wire.
 pub struct HttpEndpointWire {
-    inner: HttpWire,
+    inner: Inner,
     /// The JSON-RPC id each recorded exchange carried.
     ids: HashMap<usize, Value>,
 }
 
 impl std::fmt::Debug for HttpEndpointWire {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpEndpointWire")
-            .field("inner", &self.inner)
-            .finish_non_exhaustive()
+        let mut d = f.debug_struct("HttpEndpointWire");
+        match &self.inner {
+            Inner::Streamable(w) => d.field("streamable", w),
+            Inner::LegacySse(w) => d.field("legacy_sse", w),
+        };
+        d.finish_non_exhaustive()
     }
 }
 
@@ -47,9 +59,34 @@ impl HttpEndpointWire {
         options: HttpOptions,
     ) -> Result<HttpEndpointWire, HttpError> {
         Ok(HttpEndpointWire {
-            inner: HttpWire::connect(url, headers, options)?,
+            inner: Inner::Streamable(HttpWire::connect(url, headers, options)?),
             ids: HashMap::new(),
         })
+    }
+
+    /// Opens an HTTP+SSE (2024-11-05) session: the GET stream, then its `endpoint` (waited
+    /// for until `endpoint_wait`). The stream is read until `stream_deadline` at most. On
+    /// failure, why, and the facts of the attempt for the record.
+    pub fn connect_legacy_sse(
+        url: HttpUrl,
+        headers: Vec<(String, String)>,
+        options: HttpOptions,
+        endpoint_wait: Instant,
+        stream_deadline: Instant,
+    ) -> Result<HttpEndpointWire, (String, Option<http::HttpFacts>)> {
+        url.require_plain().map_err(|e| (e.to_string(), None))?;
+        let headers = headers
+            .iter()
+            .map(|(n, v)| SecretHeader::new(n, v))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| (HttpError::Header(e).to_string(), None))?;
+        match LegacySse::open(&url, headers, options, endpoint_wait, stream_deadline) {
+            Ok(w) => Ok(HttpEndpointWire {
+                inner: Inner::LegacySse(w),
+                ids: HashMap::new(),
+            }),
+            Err((e, facts)) => Err((e.to_string(), Some(facts))),
+        }
     }
 
     fn post(&mut self, message: Vec<u8>, deadline: Instant) -> Sent {
@@ -60,7 +97,11 @@ impl HttpEndpointWire {
             .filter(|m| m.get("method").is_some())
             .and_then(|m| m.get("id"))
             .cloned();
-        match self.inner.send_with(message, &extra, deadline) {
+        let sent = match &mut self.inner {
+            Inner::Streamable(w) => w.send_with(message, &extra, deadline),
+            Inner::LegacySse(w) => w.send(message, deadline),
+        };
+        match sent {
             http::Sent::Posted { exchange } => {
                 if let (Some(i), Some(id)) = (exchange, id)
                     && self.ids.len() < MAX_IDS
@@ -168,7 +209,10 @@ impl Wire for HttpEndpointWire {
 
     fn next(&mut self, deadline: Instant) -> Option<WireEvent> {
         loop {
-            let event = self.inner.next(deadline)?;
+            let event = match &mut self.inner {
+                Inner::Streamable(w) => w.next(deadline)?,
+                Inner::LegacySse(w) => w.next(deadline)?,
+            };
             return Some(match event {
                 http::WireEvent::Message(bytes) => WireEvent::Frame(Frame::Line(bytes)),
                 // Not an object: the RPC layer records it as noise, as it would a stdout line.
@@ -198,7 +242,10 @@ impl Wire for HttpEndpointWire {
     }
 
     fn stats(&self) -> WireStats {
-        let facts = self.inner.facts();
+        let facts = match &self.inner {
+            Inner::Streamable(w) => w.facts(),
+            Inner::LegacySse(w) => w.facts(),
+        };
         WireStats {
             output_bytes: facts.exchanges.iter().map(|x| x.body_bytes).sum(),
             stderr_bytes: 0,
@@ -211,12 +258,18 @@ impl Wire for HttpEndpointWire {
     }
 
     fn close(self: Box<Self>, grace: Grace) -> Closing {
-        let end = self.inner.close(Instant::now() + grace.eof.max(MIN_CLOSE));
+        let deadline = Instant::now() + grace.eof.max(MIN_CLOSE);
+        let end = match self.inner {
+            Inner::Streamable(w) => w.close(deadline),
+            Inner::LegacySse(w) => w.close(deadline),
+        };
         Closing::Http(Box::new(end))
     }
 
     fn negotiated(&mut self, version: &str) {
-        self.inner.set_protocol_version(version);
+        if let Inner::Streamable(w) = &mut self.inner {
+            w.set_protocol_version(version);
+        }
     }
 }
 
