@@ -192,7 +192,7 @@ impl Endpoint {
         &self,
         reply_wait: Duration,
         deadline: Instant,
-    ) -> Option<Result<Box<dyn Wire>, (String, Option<crate::http::HttpFacts>)>> {
+    ) -> Option<Result<Box<dyn Wire>, crate::wire::http::SseFallbackFailed>> {
         let Endpoint::Http(t) = self else {
             return None;
         };

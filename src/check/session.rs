@@ -628,7 +628,7 @@ impl Connector for Ctx<'_> {
     fn connect_legacy_sse(&mut self) -> Option<Result<Rpc, String>> {
         let endpoint = self.endpoint.as_ref()?;
         let attempt = endpoint.connect_legacy_sse(self.opts.server.timeout, self.deadline)?;
-        Some(attempt.map_err(|(why, _)| why).map(|wire| {
+        Some(attempt.map_err(|failed| failed.why).map(|wire| {
             self.target.transport = crate::target::Transport::HttpSse;
             let mut rpc = Rpc::new(wire);
             rpc.redactor = self.redactor.clone();

@@ -148,7 +148,7 @@ impl Connector for Run<'_> {
                 rpc.deadline = Some(deadline);
                 Ok(rpc)
             }
-            Err((why, facts)) => {
+            Err(crate::wire::http::SseFallbackFailed { why, facts }) => {
                 if let Some(facts) = facts {
                     self.obs.http.get_or_insert_with(Default::default).sessions.push(
                         crate::http::SessionEnd {

@@ -27,6 +27,14 @@ const MAX_IDS: usize = 4096;
 /// How long the DELETE at the end may take at least.
 const MIN_CLOSE: Duration = Duration::from_secs(1);
 
+/// Why the HTTP+SSE fallback opened no session, and the facts of the attempt (the GET's
+/// status and content type), when it got as far as a request.
+#[derive(Debug, Clone)]
+pub struct SseFallbackFailed {
+    pub why: String,
+    pub facts: Option<http::HttpFacts>,
+}
+
 /// The transport under the wire.
 enum Inner {
     Streamable(HttpWire),
@@ -73,19 +81,20 @@ impl HttpEndpointWire {
         options: HttpOptions,
         endpoint_wait: Instant,
         stream_deadline: Instant,
-    ) -> Result<HttpEndpointWire, (String, Option<http::HttpFacts>)> {
-        url.require_plain().map_err(|e| (e.to_string(), None))?;
+    ) -> Result<HttpEndpointWire, SseFallbackFailed> {
+        let failed = |why: String, facts| SseFallbackFailed { why, facts };
+        url.require_plain().map_err(|e| failed(e.to_string(), None))?;
         let headers = headers
             .iter()
             .map(|(n, v)| SecretHeader::new(n, v))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| (HttpError::Header(e).to_string(), None))?;
+            .map_err(|e| failed(HttpError::Header(e).to_string(), None))?;
         match LegacySse::open(&url, headers, options, endpoint_wait, stream_deadline) {
             Ok(w) => Ok(HttpEndpointWire {
                 inner: Inner::LegacySse(w),
                 ids: HashMap::new(),
             }),
-            Err((e, facts)) => Err((e.to_string(), Some(facts))),
+            Err((e, facts)) => Err(failed(e.to_string(), Some(facts))),
         }
     }
 
