@@ -17,7 +17,7 @@ use crate::redact::Redactor;
 use crate::rpc::{NoReply, Reply, Rpc, Traffic};
 use crate::session::{Connector, Envelope, HandshakeError, ListSpec, Listing, Plan};
 use crate::text::truncate;
-use crate::wire::stdio::{Server, SpawnSpec, StderrLog, Teardown};
+use crate::wire::stdio::{SpawnSpec, StderrLog, Teardown};
 
 /// An opt-in tool call: the tool's name and its reply.
 pub type OptInCall = (String, Result<Reply, NoReply>);
@@ -253,9 +253,19 @@ impl<'o> Ctx<'o> {
 
     /// Starts the fresh-process initialize runs of the version-negotiation checks.
     fn start_side_runs(&mut self, versions: &[&'static str]) {
-        let Some(spec) = self.spec.clone() else { return };
+        // A stdio server's side runs read lines of a bounded length; an HTTP one's replies
+        // are bounded by its wire.
+        let endpoint = match (&self.spec, &self.endpoint) {
+            (Some(spec), _) => {
+                let mut spec = spec.clone();
+                spec.max_line = spec.max_line.min(SIDE_RUN_MAX_LINE);
+                crate::target::Endpoint::Stdio(spec)
+            }
+            (None, Some(endpoint)) => endpoint.clone(),
+            (None, None) => return,
+        };
         for &version in versions {
-            let spec = spec.clone();
+            let spec = endpoint.clone();
             let timeout = self.opts.server.timeout;
             let grace = self.opts.server.grace;
             let (tx, rx) = std::sync::mpsc::channel();
@@ -645,7 +655,7 @@ impl Connector for Ctx<'_> {
 }
 
 fn side_run(
-    spec: &SpawnSpec,
+    endpoint: &crate::target::Endpoint,
     version: &str,
     timeout: Duration,
     grace: crate::wire::stdio::Grace,
@@ -660,17 +670,15 @@ fn side_run(
         exited: None,
         unreadable: None,
     };
-    let mut spec = spec.clone();
-    spec.max_line = spec.max_line.min(SIDE_RUN_MAX_LINE);
-    let server = match Server::spawn(&spec) {
-        Ok(s) => s,
+    let wire = match endpoint.connect(timeout, deadline) {
+        Ok(w) => w,
         Err(e) => {
             run.exited = Some(format!("could not start: {e}"));
             let _ = done.send(run);
             return None;
         }
     };
-    let mut rpc = Rpc::new(Box::new(server));
+    let mut rpc = Rpc::new(wire);
     rpc.deadline = Some(deadline);
     // Only protocolVersion and an error are read: a reply needs no more than this, text too.
     rpc.parse_budget = crate::json_budget::Budget::small(1 << 20);
