@@ -633,3 +633,101 @@ fn a_refused_initialize_post_falls_back_to_http_sse_against_server_everything_ss
     assert_eq!(established_to(server.port), 0, "a connection was left open");
     reverifies(&bench);
 }
+
+/// `check --url --json` on `url` with `extra` flags: each transport check's status.
+fn transport_statuses(bench: &Bench, url: &str, extra: &[&str]) -> Vec<(String, String)> {
+    let mut args = vec!["check", "--no-record", "--json", "--url", url];
+    args.extend_from_slice(extra);
+    let run = bench.run(&args);
+    assert!(run.code == 0 || run.code == 1, "{}{}", run.stdout, run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["id"].as_str().unwrap().starts_with("transport."))
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap().to_string(),
+                r["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn expect(got: &[(String, String)], want: &[(&str, &str)]) {
+    let got: Vec<(&str, &str)> = got.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn transport_checks_find_what_server_everything_gets_wrong_and_the_python_sdk_gets_right() {
+    let bench = Bench::new("http-transport-checks");
+    let everything = everything("streamableHttp", &bench);
+    // HTTP-NOTES: everything answers 400 for an unknown or deleted session (the spec says
+    // 404), serves a foreign Origin and Host, and accepts a batch.
+    expect(
+        &transport_statuses(&bench, &everything.url("/mcp"), &[]),
+        &[
+            ("transport.session.unknown", "fail"),
+            ("transport.session.deleted", "fail"),
+            ("transport.protocol_version.bad", "pass"),
+            ("transport.origin.foreign", "fail"),
+            ("transport.host.foreign", "warn"),
+            ("transport.accept", "pass"),
+            ("transport.content_type", "pass"),
+            ("transport.batch", "warn"),
+            ("transport.error_body", "pass"),
+        ],
+    );
+    drop(everything);
+    let python = python_server(&["--json"], &bench);
+    // The Python SDK: 404 sessions, 403 Origin, 421 Host, 400 (not 415) for text/plain.
+    expect(
+        &transport_statuses(&bench, &python.url("/mcp"), &[]),
+        &[
+            ("transport.session.unknown", "pass"),
+            ("transport.session.deleted", "pass"),
+            ("transport.protocol_version.bad", "pass"),
+            ("transport.origin.foreign", "pass"),
+            ("transport.host.foreign", "pass"),
+            ("transport.accept", "pass"),
+            ("transport.content_type", "warn"),
+            ("transport.batch", "pass"),
+            ("transport.error_body", "pass"),
+        ],
+    );
+    // The modern era has no sessions: those two are skipped, the rest still apply.
+    expect(
+        &transport_statuses(&bench, &python.url("/mcp"), &["--era", "modern"]),
+        &[
+            ("transport.session.unknown", "skip"),
+            ("transport.session.deleted", "skip"),
+            ("transport.protocol_version.bad", "pass"),
+            ("transport.origin.foreign", "pass"),
+            ("transport.host.foreign", "pass"),
+            ("transport.accept", "pass"),
+            ("transport.content_type", "warn"),
+            ("transport.batch", "pass"),
+            ("transport.error_body", "pass"),
+        ],
+    );
+}
+
+#[test]
+fn transport_checks_are_skipped_over_stdio_and_say_why() {
+    let bench = Bench::new("http-transport-stdio");
+    let run = bench.run(&["check", "--no-record", "--json", "--", common::FIXTURE, "correct"]);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    let transport: Vec<&Value> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["id"].as_str().unwrap().starts_with("transport."))
+        .collect();
+    assert_eq!(transport.len(), 9);
+    for r in transport {
+        assert_eq!(r["status"], "skip", "{r}");
+        assert!(r["message"].as_str().unwrap().contains("http"), "{r}");
+    }
+}

@@ -404,6 +404,20 @@ impl<'o> Ctx<'o> {
         Instant::now() >= self.deadline
     }
 
+    /// The HTTP endpoint, when the server is reached over HTTP.
+    pub fn http_target(&self) -> Option<&crate::target::HttpTarget> {
+        match &self.endpoint {
+            Some(crate::target::Endpoint::Http(t)) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// When a wait that starts now must end: after one `--timeout`, never past the run's
+    /// deadline.
+    pub fn wait_until(&self) -> Instant {
+        (Instant::now() + self.opts.server.timeout).min(self.deadline)
+    }
+
     /// How long the run may take in all.
     pub fn deadline_secs(&self) -> f64 {
         self.opts

@@ -14,6 +14,7 @@ pub mod auth;
 pub mod client;
 pub mod legacy_sse;
 pub mod message;
+pub mod raw;
 pub mod session;
 pub mod sse;
 pub mod url;

@@ -17,7 +17,14 @@ use super::model::CheckReport;
 use crate::inert::{inert, inert_lines};
 
 /// Groups in the order the checks run.
-pub const GROUPS: &[&str] = &["protocol", "pagination", "schema", "robustness", "hygiene"];
+pub const GROUPS: &[&str] = &[
+    "protocol",
+    "pagination",
+    "schema",
+    "robustness",
+    "transport",
+    "hygiene",
+];
 
 /// Who was checked, made inert: the server's name and version, or the command.
 fn who(report: &CheckReport) -> String {
