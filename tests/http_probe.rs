@@ -339,6 +339,26 @@ fn check_url_runs_the_suite_over_http_and_skips_the_stdio_only_checks() {
     // The truncated body got a 400 whose body is a -32700 error: that is its answer.
     assert_eq!(status("protocol.parse_error"), "pass");
     assert_eq!(status("hygiene.stdout_purity"), "skip");
+    assert_eq!(report["target"]["url"], server.url("/mcp").as_str());
+    // The report matches its schema, HTTP target and transport group included.
+    let json = bench.dir.join("report.json");
+    std::fs::write(&json, &run.stdout).unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(common::verifier_python())
+        .args([
+            "-c",
+            "import json, sys, jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))",
+            json.to_str().unwrap(),
+            root.join("schemas/check-report.schema.json").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = std::fs::read_to_string(&ev).unwrap();
     let block: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert_eq!(block["target"]["transport"], "streamable_http");
