@@ -286,7 +286,9 @@ impl Rpc {
                     self.traffic.refused += 1;
                 }
                 WireEvent::Lost { id, why } => {
-                    if pending || id.as_ref().is_some_and(|id| accept(Some(id))) {
+                    // Lost for the awaited request, or for no request in particular (a
+                    // stream that carried every reply) while one waits.
+                    if id.as_ref().map_or(pending, |id| accept(Some(id))) {
                         return Err(NoReply::Lost { why });
                     }
                     self.traffic.refused += 1;

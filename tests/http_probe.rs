@@ -373,6 +373,15 @@ fn serve(
     requests: usize,
     answer: impl Fn(&str, u16) -> String + Send + 'static,
 ) -> (u16, JoinHandle<Vec<String>>) {
+    serve_bodies(requests, move |head, _, port| answer(head, port))
+}
+
+/// [`serve`] with the request body handed to `answer` too; an empty answer closes the
+/// connection without a reply.
+fn serve_bodies(
+    requests: usize,
+    answer: impl Fn(&str, &str, u16) -> String + Send + 'static,
+) -> (u16, JoinHandle<Vec<String>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let handle = std::thread::spawn(move || {
@@ -396,7 +405,7 @@ fn serve(
             }
             let mut body = vec![0; length];
             let _ = reader.read_exact(&mut body);
-            let _ = s.write_all(answer(&head, port).as_bytes());
+            let _ = s.write_all(answer(&head, &String::from_utf8_lossy(&body), port).as_bytes());
             seen.push(head);
         }
         seen
@@ -750,4 +759,64 @@ fn transport_checks_are_skipped_over_stdio_and_say_why() {
         assert_eq!(r["status"], "skip", "{r}");
         assert!(r["message"].as_str().unwrap().contains("http"), "{r}");
     }
+}
+
+/// A legacy server over JSON replies that drops the connection of the request or
+/// notification whose method is `drop_on`, and answers the rest.
+fn dropping_server(drop_on: &'static str) -> (u16, JoinHandle<Vec<String>>) {
+    serve_bodies(3, move |_, body, _| {
+        let msg: Value = serde_json::from_str(body).unwrap_or_default();
+        let method = msg["method"].as_str().unwrap_or("");
+        if method == drop_on {
+            return String::new();
+        }
+        let result = match method {
+            "initialize" => {
+                serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "dropper", "version": "1"}})
+            }
+            "tools/list" => serde_json::json!({"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}),
+            _ => return "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
+        };
+        let reply = serde_json::json!({"jsonrpc": "2.0", "id": msg["id"], "result": result}).to_string();
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
+            reply.len()
+        )
+    })
+}
+
+#[test]
+fn a_dropped_notification_costs_nothing_and_a_dropped_request_is_reply_lost() {
+    let bench = Bench::new("http-probe-dropped");
+    let ev = bench.evidence.to_str().unwrap().to_string();
+    let (port, server) = dropping_server("notifications/initialized");
+    let run = bench.run(&[
+        "probe",
+        "-e",
+        &ev,
+        "--url",
+        &format!("http://127.0.0.1:{port}/mcp"),
+    ]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(tool_names(&bench.last_block()), ["t"]);
+    server.join().unwrap();
+
+    let (port, server) = dropping_server("tools/list");
+    let run = bench.run(&[
+        "probe",
+        "-e",
+        &ev,
+        "--url",
+        &format!("http://127.0.0.1:{port}/mcp"),
+    ]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let b = bench.last_block();
+    assert_eq!(reason_codes(&b), ["reply_lost"]);
+    let x = &b["http"]["connections"][0]["exchanges"][2];
+    assert_eq!(
+        (x["rpc_method"].as_str(), x["status"].as_u64()),
+        (Some("tools/list"), None)
+    );
+    server.join().unwrap();
 }

@@ -100,7 +100,10 @@ pub enum WireEvent {
         error: HttpError,
     },
     /// The connection was refused, reset or closed before a reply.
-    Gone(io::ErrorKind),
+    Gone {
+        exchange: Option<usize>,
+        kind: io::ErrorKind,
+    },
 }
 
 /// A non-2xx reply: enough to classify it later (a 401 challenge, a 404 session, a 405).
@@ -609,8 +612,14 @@ fn error_event(index: Option<usize>, e: HttpError) -> WireEvent {
             | io::ErrorKind::ConnectionAborted
             | io::ErrorKind::BrokenPipe
             | io::ErrorKind::ConnectionRefused),
-        ) => WireEvent::Gone(k),
-        HttpError::ClosedEarly => WireEvent::Gone(io::ErrorKind::UnexpectedEof),
+        ) => WireEvent::Gone {
+            exchange: index,
+            kind: k,
+        },
+        HttpError::ClosedEarly => WireEvent::Gone {
+            exchange: index,
+            kind: io::ErrorKind::UnexpectedEof,
+        },
         error => WireEvent::Broken {
             exchange: index,
             error,

@@ -126,6 +126,12 @@ impl HttpEndpointWire {
         }
     }
 
+    /// A POST of a Streamable HTTP session that carried no request (its exchange is known
+    /// and has no id). The HTTP+SSE stream (exchange 0, a GET) carries every reply.
+    fn carries_no_request(&self, exchange: Option<usize>) -> bool {
+        matches!(self.inner, Inner::Streamable(_)) && exchange.is_some_and(|i| !self.ids.contains_key(&i))
+    }
+
     fn id_of(&self, exchange: Option<usize>) -> Option<Value> {
         exchange.and_then(|i| self.ids.get(&i).cloned())
     }
@@ -230,12 +236,19 @@ impl Wire for HttpEndpointWire {
                 // Events of other types carry no JSON-RPC message.
                 http::WireEvent::OtherEvent { .. } => continue,
                 http::WireEvent::Status(s) => self.status(s),
+                // A notification's or response's exchange that broke answers nothing: its
+                // facts record it, and no request waits for it.
+                http::WireEvent::Broken { exchange, .. } | http::WireEvent::Gone { exchange, .. }
+                    if self.carries_no_request(exchange) =>
+                {
+                    continue;
+                }
                 http::WireEvent::Broken { exchange, error } => WireEvent::Lost {
                     id: self.id_of(exchange),
                     why: format!("the reply stream broke off: {error}"),
                 },
-                http::WireEvent::Gone(kind) => WireEvent::Lost {
-                    id: None,
+                http::WireEvent::Gone { exchange, kind } => WireEvent::Lost {
+                    id: self.id_of(exchange),
                     why: format!("the connection went away before a reply ({kind})"),
                 },
             });
