@@ -226,6 +226,42 @@ fn summary(obs: &Observation) -> String {
             );
         }
     }
+    if let Some(h) = &obs.http {
+        for end in &h.sessions {
+            let statuses: Vec<String> = end
+                .facts
+                .exchanges
+                .iter()
+                .map(|x| {
+                    let what = x.rpc_method.as_deref().unwrap_or(x.method.as_str());
+                    let status = x.status.map_or_else(|| "-".to_string(), |s| s.to_string());
+                    format!("{} {status}", inert(what))
+                })
+                .collect();
+            let session = end.facts.session_id.map_or_else(
+                || "no session id".to_string(),
+                |s| format!("session id of {} bytes", s.length),
+            );
+            println!(
+                "  http ({}): {}; {session}",
+                obs.target.transport.as_str(),
+                statuses.join(", ")
+            );
+        }
+        if let Some(a) = &h.auth {
+            for c in &a.challenges {
+                println!("  www-authenticate: {}", inert(c));
+            }
+            if let Some(url) = &a.metadata_url {
+                let got = match (&a.metadata_status, &a.metadata_note) {
+                    (_, Some(note)) => inert(note).to_string(),
+                    (Some(s), None) => format!("HTTP {s}"),
+                    (None, None) => String::new(),
+                };
+                println!("  resource metadata: {} ({got})", inert(url));
+            }
+        }
+    }
     let t = &obs.timings;
     let part = |name: &str, v: Option<u64>| v.map(|v| format!("{name} {v} ms, ")).unwrap_or_default();
     println!(
