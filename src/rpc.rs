@@ -486,6 +486,9 @@ pub fn describe_no_reply(why: &NoReply) -> String {
                 format!(": {}", crate::text::truncate(r.body.trim(), 200))
             };
             match &r.location {
+                None if r.status == 401 => format!(
+                    "was refused with HTTP 401: authorization required; give credentials with --header-env 'Authorization=VAR' (the value read from $VAR){body}"
+                ),
                 Some(to) => format!(
                     "was redirected (HTTP {}) to {to}; redirects are not followed, give the final URL",
                     r.status
