@@ -820,3 +820,17 @@ fn a_dropped_notification_costs_nothing_and_a_dropped_request_is_reply_lost() {
     );
     server.join().unwrap();
 }
+
+#[test]
+fn an_https_url_or_one_with_credentials_is_a_usage_error_that_says_what_to_do() {
+    let bench = Bench::new("http-probe-bad-url");
+    let ev = bench.evidence.to_str().unwrap().to_string();
+    let run = bench.run(&["probe", "-e", &ev, "--url", "https://127.0.0.1:9/mcp"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("--features https"), "{}", run.stderr);
+    let run = bench.run(&["probe", "-e", &ev, "--url", "http://me:pa55word@127.0.0.1:9/mcp"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("--header-env"), "{}", run.stderr);
+    assert!(!run.stderr.contains("pa55word"), "{}", run.stderr);
+    assert!(bench.blocks().is_empty(), "a usage error records nothing");
+}

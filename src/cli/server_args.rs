@@ -128,6 +128,11 @@ impl ServerArgs {
                 }
             }
         }
+        if let Some(u) = &url {
+            // A URL that cannot be probed is a usage error, before any run or record.
+            let parsed = crate::http::HttpUrl::parse(u).map_err(|e| format!("--url: {e}"))?;
+            parsed.require_plain().map_err(|e| format!("--url: {e}"))?;
+        }
         if url.is_none() && !headers.is_empty() {
             return Err("--header and --header-env go with --url (a stdio server takes --env)".into());
         }
