@@ -834,3 +834,39 @@ fn an_https_url_or_one_with_credentials_is_a_usage_error_that_says_what_to_do() 
     assert!(!run.stderr.contains("pa55word"), "{}", run.stderr);
     assert!(bench.blocks().is_empty(), "a usage error records nothing");
 }
+
+#[test]
+fn the_python_sdk_sse_server_is_probed_and_checked_over_the_http_sse_fallback() {
+    let bench = Bench::new("http-probe-python-sse");
+    let server = python_server(&["--sse"], &bench);
+    let ev = bench.evidence.to_str().unwrap().to_string();
+    let run = bench.run(&["probe", "-e", &ev, "--url", &server.url("/sse")]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let b = bench.last_block();
+    assert_eq!(b["target"]["transport"], "http_sse");
+    assert_eq!(tool_names(&b), ["add", "echo"]);
+    // The Python SDK answers the initialize POST to its stream URL with 405.
+    assert_eq!(b["http"]["connections"][0]["exchanges"][0]["status"], 405);
+    no_reader_left(&b);
+    reverifies(&bench);
+
+    let run = bench.run(&["check", "--no-record", "--json", "--url", &server.url("/sse")]);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    let status = |id: &str| -> String {
+        report["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id)
+            .map(|r| r["status"].as_str().unwrap().to_string())
+            .unwrap_or_default()
+    };
+    assert_eq!(report["target"]["transport"], "http_sse");
+    assert_eq!(status("pagination.tools"), "pass");
+    // The side runs take the same fallback.
+    assert_eq!(status("protocol.version_negotiation.unknown"), "pass", "{report}");
+    assert_eq!(status("protocol.version_negotiation.older"), "pass");
+    // The Streamable HTTP transport checks do not apply.
+    assert_eq!(status("transport.session.unknown"), "skip");
+    assert_eq!(status("transport.origin.foreign"), "skip");
+}

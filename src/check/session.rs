@@ -270,7 +270,10 @@ impl<'o> Ctx<'o> {
             let grace = self.opts.server.grace;
             let (tx, rx) = std::sync::mpsc::channel();
             let deadline = self.deadline;
-            let handle = std::thread::spawn(move || side_run(&spec, version, timeout, grace, deadline, tx));
+            let legacy_sse = self.target.transport == crate::target::Transport::HttpSse;
+            let handle = std::thread::spawn(move || {
+                side_run(&spec, legacy_sse, version, timeout, grace, deadline, tx)
+            });
             self.side.push((version.to_string(), rx, Some(handle)));
         }
     }
@@ -404,8 +407,12 @@ impl<'o> Ctx<'o> {
         Instant::now() >= self.deadline
     }
 
-    /// The HTTP endpoint, when the server is reached over HTTP.
+    /// The Streamable HTTP endpoint, when the server is reached over it (not when the run
+    /// fell back to the HTTP+SSE transport of 2024-11-05).
     pub fn http_target(&self) -> Option<&crate::target::HttpTarget> {
+        if self.target.transport != crate::target::Transport::StreamableHttp {
+            return None;
+        }
         match &self.endpoint {
             Some(crate::target::Endpoint::Http(t)) => Some(t),
             _ => None,
@@ -668,8 +675,11 @@ impl Connector for Ctx<'_> {
     }
 }
 
+/// One `initialize` of `version` on a fresh connection (`legacy_sse`: over the HTTP+SSE
+/// transport the main session fell back to).
 fn side_run(
     endpoint: &crate::target::Endpoint,
+    legacy_sse: bool,
     version: &str,
     timeout: Duration,
     grace: crate::wire::stdio::Grace,
@@ -684,7 +694,11 @@ fn side_run(
         exited: None,
         unreadable: None,
     };
-    let wire = match endpoint.connect(timeout, deadline) {
+    let connected = match endpoint.connect_legacy_sse(timeout, deadline) {
+        Some(attempt) if legacy_sse => attempt.map_err(|f| f.why),
+        _ => endpoint.connect(timeout, deadline),
+    };
+    let wire = match connected {
         Ok(w) => w,
         Err(e) => {
             run.exited = Some(format!("could not start: {e}"));

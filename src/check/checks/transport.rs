@@ -40,7 +40,9 @@ impl Http {
     /// The endpoint of an HTTP run, or the skip that says why there is none.
     fn of(ctx: &Ctx<'_>) -> Result<Http, Outcome> {
         let Some(t) = ctx.http_target() else {
-            return Err(Outcome::skip("HTTP only: this server was reached over stdio"));
+            return Err(Outcome::skip(
+                "Streamable HTTP only: this server was reached over stdio or the HTTP+SSE transport of 2024-11-05",
+            ));
         };
         let until = ctx.wait_until();
         let addrs = t
