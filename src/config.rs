@@ -1,7 +1,7 @@
 //! Reading a server entry from an MCP client's config file: the `mcpServers` shape (Claude
 //! Desktop, Claude Code, Cursor) and the `servers` shape (VS Code, which allows comments and
-//! trailing commas). Stdio entries (`command`) and Streamable HTTP entries (`url` or
-//! `serverUrl`, `type` `http` or `streamable-http`, optional `headers`).
+//! trailing commas). Stdio entries (`command`) and HTTP entries (`url` or `serverUrl`, `type`
+//! `http`, `streamable-http` or `sse`, optional `headers`).
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -126,7 +126,10 @@ pub fn parse(text: &str, name: &str, path: &Path) -> Result<ServerEntry, ConfigE
     let entry = entry.as_object().ok_or(field_err("(entry)", "an object"))?;
     let kind = entry.get("type").and_then(Value::as_str);
     if let Some(kind) = kind
-        && !matches!(kind, "stdio" | "http" | "streamable-http" | "streamableHttp")
+        && !matches!(
+            kind,
+            "stdio" | "http" | "streamable-http" | "streamableHttp" | "sse"
+        )
     {
         return Err(ConfigError::NotStdio {
             name: name.into(),
@@ -134,7 +137,9 @@ pub fn parse(text: &str, name: &str, path: &Path) -> Result<ServerEntry, ConfigE
         });
     }
     let url = entry.get("url").or_else(|| entry.get("serverUrl"));
-    if url.is_some() || matches!(kind, Some("http" | "streamable-http" | "streamableHttp")) {
+    // `sse` (HTTP+SSE, 2024-11-05) is reached through the fallback: the initialize POST it
+    // refuses leads to its event stream.
+    if url.is_some() || matches!(kind, Some("http" | "streamable-http" | "streamableHttp" | "sse")) {
         let url = match url {
             Some(Value::String(u)) if !u.is_empty() => u.clone(),
             _ => return Err(field_err("url", "a non-empty string")),
@@ -288,10 +293,10 @@ mod tests {
     }
 
     #[test]
-    fn http_entries_give_their_url_and_headers_and_other_transports_are_clear_errors() {
+    fn http_and_sse_entries_give_their_url_and_headers_and_other_transports_are_clear_errors() {
         let text = r#"{"servers": {"web": {"type": "http", "url": "http://x/mcp", "headers": {"Authorization": "Bearer t0k3n"}},
             "s": {"url": "http://y"}, "old": {"type": "sse", "url": "http://z"}, "nourl": {"type": "http"},
-            "ws": {"serverUrl": "http://w"}}}"#;
+            "ws": {"serverUrl": "http://w"}, "sock": {"type": "websocket", "url": "ws://v"}}}"#;
         let web = parse(text, "web", p()).unwrap();
         assert_eq!(web.url.as_deref(), Some("http://x/mcp"));
         assert_eq!(
@@ -301,8 +306,9 @@ mod tests {
         assert!(web.command.is_empty());
         assert_eq!(parse(text, "s", p()).unwrap().url.as_deref(), Some("http://y"));
         assert_eq!(parse(text, "ws", p()).unwrap().url.as_deref(), Some("http://w"));
+        assert_eq!(parse(text, "old", p()).unwrap().url.as_deref(), Some("http://z"));
         assert!(matches!(
-            parse(text, "old", p()),
+            parse(text, "sock", p()),
             Err(ConfigError::NotStdio { .. })
         ));
         assert!(matches!(
@@ -310,7 +316,7 @@ mod tests {
             Err(ConfigError::Field { field: "url", .. })
         ));
         let err = parse(text, "nope", p()).unwrap_err().to_string();
-        assert!(err.contains("has: nourl, old, s, web, ws"), "{err}");
+        assert!(err.contains("has: nourl, old, s, sock, web, ws"), "{err}");
         assert!(matches!(parse("[]", "x", p()), Err(ConfigError::NoServers(_))));
         assert!(matches!(parse("{", "x", p()), Err(ConfigError::Json(..))));
     }

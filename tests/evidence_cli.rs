@@ -424,7 +424,7 @@ fn servers_come_from_client_configs_of_both_shapes() {
     let vscode = b.dir.join("mcp.json");
     fs::write(
         &vscode,
-        "{ // VS Code\n \"servers\": {\"web\": {\"type\": \"http\", \"url\": \"http://127.0.0.1:1\"}, \"old\": {\"type\": \"sse\", \"url\": \"http://127.0.0.1:1\"},}}",
+        "{ // VS Code\n \"servers\": {\"web\": {\"type\": \"http\", \"url\": \"http://127.0.0.1:1\"}, \"old\": {\"type\": \"websocket\", \"url\": \"ws://127.0.0.1:1\"},}}",
     )
     .unwrap();
     let probe = |name: &str| {
@@ -445,7 +445,7 @@ fn servers_come_from_client_configs_of_both_shapes() {
     assert_eq!(common::reason_codes(&b.last_block()), ["unreachable"]);
     let run = probe("old");
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("type `sse`"), "{}", run.stderr);
+    assert!(run.stderr.contains("type `websocket`"), "{}", run.stderr);
 }
 
 #[test]
