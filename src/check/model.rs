@@ -138,6 +138,8 @@ pub struct SessionSeen {
     pub silence: Option<Silence>,
     /// Checks after which the server had exited on their input and was started again.
     pub restarts: Vec<&'static str>,
+    /// An HTTP server's main sessions (statuses, content types, session id shape, DELETE).
+    pub http: Option<crate::probe::outcome::HttpSeen>,
 }
 
 impl CheckReport {

@@ -122,6 +122,8 @@ pub struct Ctx<'o> {
     /// The stdio server's spawn spec, for the side runs (none over HTTP).
     spec: Option<SpawnSpec>,
     endpoint: Option<crate::target::Endpoint>,
+    /// What each main HTTP session showed, once closed.
+    http_seen: Option<crate::probe::outcome::HttpSeen>,
     target: TargetSeen,
     stamp: clock::Stamp,
     host: String,
@@ -170,6 +172,7 @@ impl<'o> Ctx<'o> {
             died_tail: None,
             spec: None,
             endpoint: None,
+            http_seen: None,
             target: prepared.target,
             stamp,
             host,
@@ -566,6 +569,16 @@ impl<'o> Ctx<'o> {
         let stderr = self.stderr.take();
         let closing = rpc.close(self.opts.server.grace);
         let sides = self.join_side_runs();
+        if let crate::wire::Closing::Http(end) = &closing {
+            let mut end = (**end).clone();
+            for x in &mut end.facts.exchanges {
+                x.content_type = x.content_type.as_deref().map(|c| self.redactor.text(c));
+            }
+            self.http_seen
+                .get_or_insert_with(Default::default)
+                .sessions
+                .push(end);
+        }
         if let Some(mut td) = closing.into_teardown() {
             for side in sides {
                 td.escapees.extend(side.escapees);
@@ -618,6 +631,7 @@ impl<'o> Ctx<'o> {
                 stderr_tail: self.died_tail,
                 silence: self.silence,
                 restarts: self.restarts,
+                http: self.http_seen,
             },
             duration_ms,
             strict: self.opts.strict,
