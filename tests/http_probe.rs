@@ -363,6 +363,17 @@ fn check_url_runs_the_suite_over_http_and_skips_the_stdio_only_checks() {
     let block: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert_eq!(block["target"]["transport"], "streamable_http");
     assert!(block["target"].get("program_sha256").is_none());
+    // The main session's HTTP facts: its initialize, the shape of its session id, its DELETE.
+    let c = &block["session"]["http"]["connections"][0];
+    assert_eq!(c["exchanges"][0]["rpc_method"], "initialize");
+    assert_eq!(c["session_id"]["length"], 36);
+    assert_eq!(c["delete"], "accepted");
+    let out = Command::new(common::verifier_python())
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/reverify.py"))
+        .arg(&ev)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
 }
 
 // ---------------------------------------------------------------- servers of our own
