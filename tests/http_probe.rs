@@ -881,3 +881,32 @@ fn the_python_sdk_sse_server_is_probed_and_checked_over_the_http_sse_fallback() 
     assert_eq!(status("transport.session.unknown"), "skip");
     assert_eq!(status("transport.origin.foreign"), "skip");
 }
+
+#[test]
+fn probe_and_check_agree_over_http_on_era_version_and_server_in_every_era_choice() {
+    let bench = Bench::new("http-agreement");
+    let everything = everything("streamableHttp", &bench);
+    let python = python_server(&["--json", "--stateless"], &bench);
+    for url in [everything.url("/mcp"), python.url("/mcp")] {
+        for era in ["legacy", "modern", "auto"] {
+            let probe = bench.run(&["probe", "--no-record", "--json", "--era", era, "--url", &url]);
+            let check = bench.run(&["check", "--no-record", "--json", "--era", era, "--url", &url]);
+            let p: Value = serde_json::from_str(&probe.stdout).unwrap();
+            let c: Value = serde_json::from_str(&check.stdout).unwrap();
+            let seen = |v: &Value| {
+                (
+                    v["era"].clone(),
+                    v["protocol_version"].clone(),
+                    v["server"]["name"].clone(),
+                )
+            };
+            assert_eq!(
+                seen(&p),
+                seen(&c),
+                "{url} {era}: probe {} / check {}",
+                probe.stdout,
+                check.stdout
+            );
+        }
+    }
+}
