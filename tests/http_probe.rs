@@ -572,6 +572,34 @@ fn a_missing_header_variable_and_a_malformed_header_are_usage_errors_that_do_not
     ]);
     assert_eq!(run.code, 2);
     assert!(!run.stderr.contains("s3cr3tv4lue"), "{}", run.stderr);
+    // A line break in a value (from the environment) and a header mcp-witness sets itself.
+    let run = witness_env(
+        &bench,
+        &[
+            "probe",
+            "--no-record",
+            "--url",
+            "http://127.0.0.1:9/mcp",
+            "--header-env",
+            "X-Key=MCPW_TEST_CRLF",
+        ],
+        &[("MCPW_TEST_CRLF", "s3cr3t\r\nX-Injected: 1")],
+    );
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("X-Key") && !run.stderr.contains("s3cr3t"),
+        "{}",
+        run.stderr
+    );
+    let run = bench.run(&[
+        "probe",
+        "--no-record",
+        "--url",
+        "http://127.0.0.1:9/mcp",
+        "--header",
+        "Mcp-Session-Id: x",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
 }
 
 #[test]

@@ -133,6 +133,10 @@ impl ServerArgs {
             let parsed = crate::http::HttpUrl::parse(u).map_err(|e| format!("--url: {e}"))?;
             parsed.require_plain().map_err(|e| format!("--url: {e}"))?;
         }
+        for (name, value) in &headers {
+            // Checked now (a reserved name, a line break in a value), naming the header only.
+            crate::http::message::SecretHeader::new(name, &value.0).map_err(|e| e.to_string())?;
+        }
         if url.is_none() && !headers.is_empty() {
             return Err("--header and --header-env go with --url (a stdio server takes --env)".into());
         }
