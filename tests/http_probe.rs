@@ -938,3 +938,32 @@ fn probe_and_check_agree_over_http_on_era_version_and_server_in_every_era_choice
         }
     }
 }
+
+#[test]
+fn a_modern_tool_call_mirrors_its_method_and_name_in_headers_the_python_sdk_validates() {
+    let bench = Bench::new("http-probe-modern-call");
+    let server = python_server(&["--json", "--stateless"], &bench);
+    let ev = bench.evidence.to_str().unwrap().to_string();
+    // The SDK answers -32020 when Mcp-Method or Mcp-Name is missing or differs (HTTP-NOTES).
+    let run = bench.run(&[
+        "probe",
+        "-e",
+        &ev,
+        "--era",
+        "modern",
+        "--url",
+        &server.url("/mcp"),
+        "--call",
+        "echo",
+        "--call-args",
+        r#"{"text":"hi"}"#,
+    ]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let b = bench.last_block();
+    assert_eq!(b["call"]["outcome"], "ok", "{}", b["call"]);
+    let x = &b["http"]["connections"][0]["exchanges"][2];
+    assert_eq!(
+        (x["rpc_method"].as_str(), x["status"].as_u64()),
+        (Some("tools/call"), Some(200))
+    );
+}
