@@ -308,6 +308,39 @@ impl<R: Read> Iterator for BoundedLines<R> {
     }
 }
 
+/// Makes an output file's place ready before a run: creates its folders, and refuses a path
+/// that is a folder, a FIFO, a device or a socket, or that cannot be written, so a bad path
+/// fails before the run and not after it. An existing regular file is left as it is (it is
+/// replaced when the output is written).
+pub fn prepare_output(path: &Path) -> Result<(), String> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            format!(
+                "cannot create the folder {} for {}: {e}",
+                parent.display(),
+                path.display()
+            )
+        })?;
+    }
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => {
+            return Err(format!(
+                "{} is not a regular file; name a file to write",
+                path.display()
+            ));
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("cannot use {}: {e}", path.display())),
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map(drop)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -45,28 +45,46 @@
 //! std::fs::remove_dir_all(dir).unwrap();
 //! ```
 
+// The library API: the three jobs, their options and reports, the evidence format, and the
+// protocol vocabulary they are expressed in.
 pub mod check;
-pub mod cli;
-pub mod clock;
-pub mod config;
-pub mod envelope;
 pub mod evidence;
-pub mod files;
-pub mod hex;
-pub mod http;
-pub mod inert;
-pub mod json_budget;
-pub mod kit;
 pub mod mcp;
 pub mod probe;
-pub mod program;
-pub mod redact;
-pub mod rpc;
-pub mod session;
-pub mod sys;
 pub mod target;
-pub(crate) mod text;
+
+/// The command-line tool (`src/main.rs` only hands over to [`cli::main`]).
+pub mod cli;
+
+// Internals. `#[doc(hidden)]` ones are reachable only so that the integration tests and
+// benches can drive them directly; they are not part of the API and may change at any time.
+#[doc(hidden)]
+pub mod clock;
+#[doc(hidden)]
+pub mod hex;
+#[doc(hidden)]
+pub mod http;
+#[doc(hidden)]
+pub mod jsonschema;
+#[doc(hidden)]
+pub mod sys;
+#[doc(hidden)]
 pub mod wire;
+
+pub(crate) mod config;
+pub(crate) mod digest_cache;
+pub(crate) mod envelope;
+pub(crate) mod files;
+pub(crate) mod inert;
+pub(crate) mod json_budget;
+pub(crate) mod kit;
+pub(crate) mod program;
+pub(crate) mod progress;
+pub(crate) mod redact;
+pub(crate) mod rpc;
+pub(crate) mod session;
+pub mod surface;
+pub(crate) mod text;
 
 pub use check::{CheckOptions, CheckReport, CheckResult, Status, check};
 pub use evidence::verify::{Expectations, Report, verify_file as verify};

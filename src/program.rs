@@ -1,14 +1,8 @@
 //! Finding the program a server command names (PATH lookup, relative paths) and its digest.
 
 use std::ffi::OsStr;
-use std::fs::File;
-use std::io::{self, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-
-use sha2::{Digest, Sha256};
-
-use crate::hex;
 
 /// Why a program could not be found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,21 +63,6 @@ fn check_executable(path: &Path) -> Result<(), ResolveError> {
         ));
     }
     Ok(())
-}
-
-/// SHA-256 of a file's bytes (following symlinks), as lower-case hex.
-pub fn sha256_file(path: &Path) -> io::Result<String> {
-    let mut file = File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hex::encode(&hasher.finalize()))
 }
 
 #[cfg(test)]

@@ -164,29 +164,56 @@ impl Redactor {
     /// Masks every string inside foreign JSON, object keys included: a key is the server's
     /// vocabulary, yet one that holds a secret is masked like any other text.
     pub fn json(&self, value: &mut serde_json::Value) {
+        self.json_counting(value);
+    }
+
+    /// [`Redactor::json`], returning how many strings (keys included) held a known secret.
+    fn json_counting(&self, value: &mut serde_json::Value) -> usize {
         match value {
-            serde_json::Value::String(s) => {
-                if let std::borrow::Cow::Owned(masked) = self.text_cow(s) {
+            serde_json::Value::String(s) => match self.text_cow(s) {
+                std::borrow::Cow::Owned(masked) => {
+                    let known = usize::from(self.known_secret_in(s));
                     *s = masked;
+                    known
                 }
-            }
-            serde_json::Value::Array(a) => a.iter_mut().for_each(|v| self.json(v)),
-            serde_json::Value::Object(m) => self.map(m),
-            _ => {}
+                std::borrow::Cow::Borrowed(_) => 0,
+            },
+            serde_json::Value::Array(a) => a.iter_mut().map(|v| self.json_counting(v)).sum(),
+            serde_json::Value::Object(m) => self.map_secrets_found(m),
+            _ => 0,
         }
     }
 
     /// [`Redactor::json`] for an object.
     pub fn map(&self, m: &mut serde_json::Map<String, serde_json::Value>) {
-        if m.keys()
-            .any(|k| matches!(self.text_cow(k), std::borrow::Cow::Owned(_)))
-        {
+        self.map_secrets_found(m);
+    }
+
+    /// [`Redactor::map`], returning how many strings (keys included) held a known secret: a
+    /// literal secret of the run, a URL password or a token shape. A secret-named header's
+    /// value (`token: x`) is masked but not counted: in prose (`invalid token: expired`) it is
+    /// as often no secret at all. `check` reports the count (`security.error_secrets`).
+    pub fn map_secrets_found(&self, m: &mut serde_json::Map<String, serde_json::Value>) -> usize {
+        let masked_keys: Vec<bool> = m
+            .keys()
+            .filter(|k| matches!(self.text_cow(k), std::borrow::Cow::Owned(_)))
+            .map(|k| self.known_secret_in(k))
+            .collect();
+        if !masked_keys.is_empty() {
             *m = std::mem::take(m)
                 .into_iter()
                 .map(|(k, v)| (self.text(&k), v))
                 .collect();
         }
-        m.values_mut().for_each(|v| self.json(v));
+        let keys = masked_keys.into_iter().filter(|k| *k).count();
+        keys + m.values_mut().map(|v| self.json_counting(v)).sum::<usize>()
+    }
+
+    /// Whether `text` holds a literal secret of the run, a URL password or a token shape.
+    pub fn known_secret_in(&self, text: &str) -> bool {
+        self.literals.iter().any(|l| text.contains(l.as_str()))
+            || (text.contains("://") && mask_url_passwords(text) != text)
+            || mask_token_shapes_lazy(text).is_some()
     }
 
     /// Masks only the literal secrets of the run: for structured server text whose shape
@@ -259,6 +286,15 @@ fn nested_secret(arg: &str) -> Option<&str> {
     None
 }
 
+/// Where the header-name characters at the end of `head` begin: just after the last other
+/// character, which may be several bytes long (`…`, `é`).
+fn after_last_non_name(head: &str) -> usize {
+    head.char_indices()
+        .rev()
+        .find(|&(_, c)| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+        .map_or(0, |(i, c)| i + c.len_utf8())
+}
+
 /// Masks the value of a secret-named header or field written `Name: value` (`X-API-Key:
 /// abc`, `Authorization: Bearer abc`, `"token": "abc"`). An auth scheme word stays.
 fn mask_headers(text: &str) -> String {
@@ -269,16 +305,12 @@ fn mask_headers(text: &str) -> String {
         out.push_str(head);
         out.push(':');
         let tail = &tail[1..];
-        let name_start = head
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
-            .map_or(0, |i| i + 1);
+        let name_start = after_last_non_name(head);
         let name = &head[name_start..];
         // `"name": "value"`: the name may be quoted.
         let name = if name.is_empty() && head.ends_with('"') {
             let inner = &head[..head.len() - 1];
-            let s = inner
-                .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
-                .map_or(0, |i| i + 1);
+            let s = after_last_non_name(inner);
             &inner[s..]
         } else {
             name
@@ -556,6 +588,28 @@ mod tests {
         for secret in ["nestedsecret1", "nestedsecret2", "shortflag3", "attached4"] {
             assert_eq!(r.text(&format!("echo {secret}!")), format!("echo {MASK}!"));
         }
+    }
+
+    #[test]
+    fn known_secrets_are_counted_and_a_header_shaped_value_alone_is_masked_but_not_counted() {
+        let r = Redactor::with_secrets(["hunter2-literal".to_string()]);
+        let mut m = serde_json::json!({
+            "a": "invalid token: expired",
+            "b": format!("auth ghp_{}", "a1".repeat(18)),
+            "c": "see https://u:pw@example.com/x",
+            "hunter2-literal": "d",
+        });
+        let m = m.as_object_mut().unwrap();
+        assert_eq!(r.map_secrets_found(m), 3);
+        assert_eq!(m["a"], format!("invalid token: {MASK}"));
+    }
+
+    #[test]
+    fn a_header_name_after_a_multibyte_character_is_read_without_panicking() {
+        let r = Redactor::default();
+        assert_eq!(r.text("café: au lait …x: y"), "café: au lait …x: y");
+        assert_eq!(r.text("…token: abcdef"), format!("…token: {MASK}"));
+        assert_eq!(r.text("é\"api_key\": \"v\""), format!("é\"api_key\": \"{MASK}\""));
     }
 
     #[test]

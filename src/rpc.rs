@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use crate::envelope::{Envelope, Id, Method};
 use crate::json_budget::{self, Budget, ParseError};
 use crate::redact::Redactor;
-use crate::wire::framing::{self, Frame, LineKind};
+use crate::wire::framing::{self, Frame, LineKind, Noise};
 use crate::wire::{Closing, Grace, Sent, Wire, WireEvent};
 
 /// Noise lines kept verbatim (each cut to `NOISE_LINE_BYTES`).
@@ -29,7 +29,8 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
 #[derive(Debug, Default, Clone)]
 pub struct Traffic {
     pub noise_count: u64,
-    pub noise: Vec<(String, &'static str)>,
+    /// Noise lines kept (redacted and cut), with what kind of noise each is.
+    pub noise: Vec<(String, Noise)>,
     pub crlf_lines: u64,
     pub notifications: Vec<String>,
     pub notification_count: u64,
@@ -110,9 +111,14 @@ pub struct Rpc {
     /// What one reply may build (see `json_budget`): `Budget::REPLY` unless a caller that
     /// needs only a few short fields of a reply asks for less.
     pub parse_budget: Budget,
+    /// The method of the request being waited for, for the progress line.
+    awaiting: &'static str,
     /// Raw lines sent (`send_raw`) whose error reply, with `id: null` when the line could not
     /// be parsed, may still come: each such reply is theirs, not a failure of a request.
     raw_unanswered: u64,
+    /// Replies parsed in full that held a known secret (see `Redactor::map_secrets_found`),
+    /// masked on arrival: a caller compares it before and after a request.
+    pub replies_with_secrets: u64,
 }
 
 impl Rpc {
@@ -125,6 +131,8 @@ impl Rpc {
             deadline: None,
             parse_budget: Budget::REPLY,
             raw_unanswered: 0,
+            awaiting: "",
+            replies_with_secrets: 0,
         }
     }
 
@@ -204,7 +212,10 @@ impl Rpc {
                 };
             }
         }
-        self.wait_for(&Value::from(id), timeout.saturating_sub(started.elapsed()))
+        self.awaiting = progress_name(method);
+        let reply = self.wait_for(&Value::from(id), timeout.saturating_sub(started.elapsed()));
+        self.awaiting = "";
+        reply
     }
 
     /// Queues a message, waiting at most `WRITE_WAIT` for room (a server that never reads
@@ -245,15 +256,26 @@ impl Rpc {
         if exited {
             deadline = deadline.min(Instant::now() + DRAIN_AFTER_EXIT);
         }
-        loop {
+        let shown = crate::progress::enabled() && !self.awaiting.is_empty();
+        let result = 'wait: loop {
             if exited && self.wire.output_closed() {
-                return Err(NoReply::Exited);
+                break Err(NoReply::Exited);
             }
-            let Some(event) = self.wire.next(deadline) else {
-                if exited {
-                    return Err(NoReply::Exited);
+            // With a progress line, wake once a second to rewrite it.
+            let slice = if shown {
+                deadline.min(Instant::now() + crate::progress::AFTER)
+            } else {
+                deadline
+            };
+            let Some(event) = self.wire.next(slice) else {
+                if slice < deadline && !exited {
+                    crate::progress::waiting(self.awaiting, start.elapsed(), deadline - start);
+                    continue;
                 }
-                return Err(NoReply::Timeout {
+                if exited {
+                    break Err(NoReply::Exited);
+                }
+                break Err(NoReply::Timeout {
                     waited_ms: start.elapsed().as_millis() as u64,
                 });
             };
@@ -270,18 +292,18 @@ impl Rpc {
                         let until = Instant::now() + DRAIN_AFTER_EXIT;
                         while self.wire.exit().is_none() {
                             if self.wire.next(until).is_none() && Instant::now() >= until {
-                                return Err(NoReply::StdoutClosed);
+                                break 'wait Err(NoReply::StdoutClosed);
                             }
                         }
-                        return Err(NoReply::Exited);
+                        break Err(NoReply::Exited);
                     }
                 }
-                WireEvent::Frame(Frame::Oversize(bytes)) => return Err(NoReply::Oversize { bytes }),
+                WireEvent::Frame(Frame::Oversize(bytes)) => break Err(NoReply::Oversize { bytes }),
                 WireEvent::Refused(refusal) => {
                     // Refused without an id (a notification, a raw message): the awaited
                     // reply may still come; count it and wait on.
                     if refusal.id.as_ref().is_some_and(|id| accept(Some(id))) {
-                        return Err(NoReply::Refused(Box::new(refusal)));
+                        break Err(NoReply::Refused(Box::new(refusal)));
                     }
                     self.traffic.refused += 1;
                 }
@@ -289,17 +311,21 @@ impl Rpc {
                     // Lost for the awaited request, or for no request in particular (a
                     // stream that carried every reply) while one waits.
                     if id.as_ref().map_or(pending, |id| accept(Some(id))) {
-                        return Err(NoReply::Lost { why });
+                        break Err(NoReply::Lost { why });
                     }
                     self.traffic.refused += 1;
                 }
                 WireEvent::Frame(Frame::Line(line)) => {
                     if let Some(reply) = self.on_line(&line, accept, pending) {
-                        return reply;
+                        break reply;
                     }
                 }
             }
+        };
+        if shown {
+            crate::progress::clear();
         }
+        result
     }
 
     /// Handles one stdout line; returns the reply if it is the one awaited (or why the
@@ -324,9 +350,7 @@ impl Rpc {
                     // Redact the whole line first, so no part of a secret survives the cut.
                     let text = String::from_utf8_lossy(&line[..line.len().min(NOISE_SCAN_BYTES)]);
                     let text = self.redactor.text(&text);
-                    self.traffic
-                        .noise
-                        .push((cut(&text, NOISE_LINE_BYTES), kind.code()));
+                    self.traffic.noise.push((cut(&text, NOISE_LINE_BYTES), kind));
                 }
                 return None;
             }
@@ -405,7 +429,9 @@ impl Rpc {
             Ok(mut msg) => {
                 // Redacted whole as it arrives (strings and keys), before anything reads, cuts
                 // or records a part of it.
-                self.redactor.map(&mut msg);
+                if self.redactor.map_secrets_found(&mut msg) > 0 {
+                    self.replies_with_secrets += 1;
+                }
                 Ok(classify_reply(msg))
             }
             Err(ParseError::TooComplex) => Err(NoReply::TooComplex { bytes: body.len() }),
@@ -499,6 +525,29 @@ pub fn describe_no_reply(why: &NoReply) -> String {
         NoReply::Unreachable { kind } => format!("could not be sent: no connection ({kind})"),
         NoReply::Lost { why } => format!("got no reply: {why}"),
     }
+}
+
+/// The name a progress line gives a request: ours, from the crate's own vocabulary.
+fn progress_name(method: &str) -> &'static str {
+    const KNOWN: &[&str] = &[
+        "initialize",
+        "server/discover",
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/read",
+        "resources/templates/list",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+        "logging/setLevel",
+        "ping",
+    ];
+    KNOWN
+        .iter()
+        .find(|m| **m == method)
+        .copied()
+        .unwrap_or("server's")
 }
 
 fn classify_reply(mut msg: Map<String, Value>) -> Reply {

@@ -134,6 +134,7 @@ fn describe(o: &ServerOptions) -> Prepared {
         command: redactor.argv(&o.command),
         program: None,
         program_sha256: None,
+        program_sha256_source: None,
         cwd: cwd.display().to_string(),
         env_names,
         era: o.era,
@@ -153,12 +154,15 @@ fn describe(o: &ServerOptions) -> Prepared {
     }
 }
 
+/// The program's digest being computed (or read from the cache) on a thread.
+pub type DigestJob = JoinHandle<std::io::Result<(String, crate::digest_cache::Source)>>;
+
 /// How to start the server, and the program's digest being computed on a thread (a large
 /// interpreter takes tens of milliseconds to hash; the handshake need not wait for it). An
 /// HTTP target has no program, so no digest.
 pub struct Launch {
     pub endpoint: Endpoint,
-    pub digest: Option<JoinHandle<std::io::Result<String>>>,
+    pub digest: Option<DigestJob>,
 }
 
 /// Where a run's connections go.
@@ -262,7 +266,8 @@ impl Prepared {
             .map_err(|e| format!("cannot start the server: {e}"))?;
         self.target.program = Some(path.display().to_string());
         let hashed = path.clone();
-        let digest = std::thread::spawn(move || program::sha256_file(&hashed));
+        let cache = crate::digest_cache::folder();
+        let digest = std::thread::spawn(move || crate::digest_cache::sha256(&hashed, cache.as_deref()));
         let spec = SpawnSpec {
             program: path,
             argv0: name.clone(),

@@ -607,3 +607,58 @@ fn shutdown_names_and_ends_every_process_that_left_the_group_or_session() {
         }
     }
 }
+
+#[test]
+fn on_a_terminal_the_results_come_as_they_are_known_and_the_summary_last() {
+    let out = bounded_output(
+        std::process::Command::new("script")
+            .args([
+                "-qec",
+                &format!("{WITNESS} check --no-record -- {FIXTURE} correct"),
+                "/dev/null",
+            ])
+            .stdin(std::process::Stdio::null()),
+    );
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    let first_result = shown.find("protocol.handshake.version").expect("results shown");
+    let who = shown
+        .find("mcp-witness check: mcp-witness-fixture")
+        .expect("the server named");
+    let summary = shown.find("summary:").expect("a summary");
+    assert!(first_result < who && who < summary, "{shown}");
+    assert_eq!(shown.matches("protocol.handshake.version").count(), 1, "{shown}");
+}
+
+#[test]
+fn report_files_get_their_folders_before_the_run_and_a_bad_path_fails_before_it() {
+    let b = Bench::new("check-outputs");
+    let nested = b.dir.join("reports/ci/junit.xml");
+    let run = b.run(&[
+        "check",
+        "--no-record",
+        "--junit",
+        nested.to_str().unwrap(),
+        "--",
+        FIXTURE,
+        "correct",
+    ]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(std::fs::read_to_string(&nested).unwrap().contains("<testsuites"));
+    let folder = b.dir.join("reports");
+    let run = b.run(&[
+        "check",
+        "--no-record",
+        "--sarif",
+        folder.to_str().unwrap(),
+        "--",
+        FIXTURE,
+        "silent",
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
+    assert!(
+        run.stdout.is_empty(),
+        "the run must not have started: {}",
+        run.stdout
+    );
+}

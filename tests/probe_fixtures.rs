@@ -638,3 +638,40 @@ fn auto_era_records_modern_when_discover_shares_no_version() {
     assert_eq!(block["era"], "modern");
     assert_eq!(reason_codes(&block), ["no_common_version"]);
 }
+
+/// Runs `mcp-witness ARGS` under a pseudo-terminal (util-linux `script`), returning what the
+/// terminal showed.
+fn on_a_terminal(args: &str) -> String {
+    let out = bounded_output(
+        std::process::Command::new("script")
+            .args(["-qec", &format!("{WITNESS} {args}"), "/dev/null"])
+            .stdin(std::process::Stdio::null()),
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_long_wait_shows_what_is_awaited_on_a_terminal_and_nothing_in_a_pipe_or_with_quiet() {
+    let silent = format!("--no-record --timeout 2.5 -- {FIXTURE} silent");
+    let shown = on_a_terminal(&format!("probe {silent}"));
+    assert!(
+        shown.contains("waiting for the initialize reply… 1 s of 2.5"),
+        "{shown:?}"
+    );
+    assert!(shown.contains("inconclusive"), "{shown:?}");
+    let quiet = on_a_terminal(&format!("probe --quiet {silent}"));
+    assert!(!quiet.contains("waiting for"), "{quiet:?}");
+    let b = Bench::new("progress-pipe");
+    let piped = b.run(&[
+        "probe",
+        "--no-record",
+        "--timeout",
+        "2.5",
+        "--",
+        FIXTURE,
+        "silent",
+    ]);
+    assert_eq!(piped.code, 3);
+    assert!(!piped.stderr.contains("waiting for"), "{}", piped.stderr);
+    assert!(!piped.stderr.contains('\x1b'), "{:?}", piped.stderr);
+}

@@ -6,16 +6,17 @@ use std::process::Command;
 use std::time::Duration;
 
 use mcp_witness::mcp::EraChoice;
+use mcp_witness::probe::outcome::ReasonCode;
 use mcp_witness::{CheckOptions, ProbeOptions, check, probe};
 
 const FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-witness-fixture");
 
 /// Probe reasons that are the probe's own gates on a session that did open.
-const PROBE_GATES: &[&str] = &[
-    "missing_protocol_version",
-    "unknown_protocol_version",
-    "missing_server_info",
-    "discover_malformed",
+const PROBE_GATES: &[ReasonCode] = &[
+    ReasonCode::MissingProtocolVersion,
+    ReasonCode::UnknownProtocolVersion,
+    ReasonCode::MissingServerInfo,
+    ReasonCode::DiscoverMalformed,
 ];
 
 /// Every behaviour the fixture lists, plus the ones that take an argument.

@@ -130,9 +130,15 @@
 //!   malformed result and `big_result` 200,000 characters of text.
 //! - `hostile-text`, `secret-echo`: self-contained servers whose text is hostile
 //!   (terminal and CI-log hazards) or echoes a secret; see `fixture/hostile.rs`.
+//! - `poisoned`: a self-contained server whose tools carry one item for each finding of
+//!   `check`'s security group (hidden text, lookalike names, hidden instructions,
+//!   contradictory annotations, a secret and a traceback in error replies, a tool that
+//!   changes between two lists); see `fixture/poisoned.rs`.
 
 #[path = "fixture/hostile.rs"]
 mod hostile;
+#[path = "fixture/poisoned.rs"]
+mod poisoned;
 
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -296,7 +302,7 @@ fn main() -> ExitCode {
         eprintln!("{}", usage());
         return ExitCode::from(2);
     };
-    if let Some(result) = hostile::run(name, &args) {
+    if let Some(result) = hostile::run(name, &args).or_else(|| poisoned::run(name)) {
         return if result.is_ok() {
             ExitCode::SUCCESS
         } else {

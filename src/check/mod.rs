@@ -59,6 +59,12 @@ impl CheckOptions {
 /// Runs the whole suite against a server. Never panics on what the server does: a server
 /// that will not start, handshake, or that dies mid-run is a report saying so.
 pub fn check(opts: &CheckOptions) -> CheckReport {
+    check_with(opts, &mut |_| {})
+}
+
+/// `check`, showing each result to `seen` as soon as it is known (the CLI prints them as
+/// they come on a terminal).
+pub fn check_with(opts: &CheckOptions, seen: &mut dyn FnMut(&CheckResult)) -> CheckReport {
     let started = Instant::now();
     let prefetch = checks::Prefetch::of(|id| opts.selected(id));
     let mut ctx = Ctx::start(opts, &prefetch);
@@ -90,7 +96,9 @@ pub fn check(opts: &CheckOptions) -> CheckReport {
             let outcome = (c.run)(&mut ctx);
             after_input(&mut ctx, c.input, outcome)
         };
-        results.push(c.result(outcome, &ctx.redactor));
+        let result = c.result(outcome, &ctx.redactor);
+        seen(&result);
+        results.push(result);
     }
     ctx.finish(results, started.elapsed().as_millis() as u64)
 }

@@ -117,6 +117,9 @@ pub struct CheckReport {
     pub protocol_version: Option<String>,
     pub server: Option<ServerInfo>,
     pub results: Vec<CheckResult>,
+    /// What a client sees, as digests, from the lists walked up front (none when the suite
+    /// could not run).
+    pub surface: Option<crate::surface::Surface>,
     /// Why the suite could not run (the server would not start or handshake), if so.
     pub could_not_run: Option<String>,
     /// Which bound ended the run early: the handshake's `--timeout` or the run's `--deadline`.

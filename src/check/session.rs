@@ -16,6 +16,7 @@ use crate::probe::outcome::{Bound, Silence, TargetSeen};
 use crate::redact::Redactor;
 use crate::rpc::{NoReply, Reply, Rpc, Traffic};
 use crate::session::{Connector, Envelope, HandshakeError, ListSpec, Listing, Plan};
+use crate::surface::{ItemKind, Surface};
 use crate::text::truncate;
 use crate::wire::stdio::{SpawnSpec, StderrLog, Teardown};
 
@@ -48,6 +49,25 @@ pub struct SideRun {
     pub unreadable: Option<String>,
 }
 
+/// An error reply the run provoked (a JSON-RPC error, or a tool result with `isError`), kept
+/// for `security.error_*`: the reply's text is redacted as it arrived.
+#[derive(Debug, Clone)]
+pub struct ErrorSeen {
+    /// The check (or `start-up`) that sent the request.
+    pub step: &'static str,
+    /// The method sent, or `(raw line)` for a line that was not a request.
+    pub method: String,
+    /// The error's message and data, or the result's text content: at most `ERROR_TEXT_KEEP`
+    /// characters.
+    pub text: String,
+    /// The reply held a known secret (a literal of the run, a URL password, a token shape),
+    /// masked in `text`.
+    pub secret: bool,
+}
+
+/// Error replies kept for the security checks, and the characters kept of each.
+const ERRORS_KEEP: usize = 64;
+const ERROR_TEXT_KEEP: usize = 4000;
 /// After a check that sends input meant to be rejected, stderr may still be arriving: wait
 /// until it has been quiet this long (at most `STDERR_SETTLE_MAX`) before closing the step.
 const STDERR_QUIET: Duration = Duration::from_millis(40);
@@ -86,6 +106,8 @@ pub struct Ctx<'o> {
     pub protocol_version: Option<String>,
     /// What every request of the main session carries (`_meta` in the modern era).
     envelope: Envelope,
+    /// The surface of the lists walked up front.
+    surface: Option<crate::surface::Surface>,
     /// The initialize (legacy) or server/discover (modern) result.
     pub init: Option<Map<String, Value>>,
     pub server: Option<ServerInfo>,
@@ -98,6 +120,8 @@ pub struct Ctx<'o> {
     pub stderr: Option<Arc<Mutex<StderrLog>>>,
     /// The opt-in tool calls, made once for the result checks.
     pub opt_in: Option<Vec<OptInCall>>,
+    /// Error replies the run provoked, in order (at most `ERRORS_KEEP`).
+    pub errors_seen: Vec<ErrorSeen>,
     /// Side runs under way: their result arrives on the channel before their teardown ends.
     side: Vec<SideHandle>,
     side_done: Vec<SideRun>,
@@ -127,7 +151,7 @@ pub struct Ctx<'o> {
     target: TargetSeen,
     stamp: clock::Stamp,
     host: String,
-    digest: Option<JoinHandle<std::io::Result<String>>>,
+    digest: Option<crate::target::DigestJob>,
 }
 
 impl<'o> Ctx<'o> {
@@ -148,6 +172,7 @@ impl<'o> Ctx<'o> {
                 version: DEFAULT_LEGACY.into(),
                 client: CLIENT_NAME,
             },
+            surface: None,
             init: None,
             server: None,
             tools: Listing::not_fetched(false),
@@ -158,6 +183,7 @@ impl<'o> Ctx<'o> {
             teardown: None,
             stderr: None,
             opt_in: None,
+            errors_seen: Vec::new(),
             side: Vec::new(),
             side_done: Vec::new(),
             deadline: started + opts.server.deadline.unwrap_or(crate::target::CHECK_DEADLINE),
@@ -231,7 +257,12 @@ impl<'o> Ctx<'o> {
             {
                 self.note_silence(step, *waited_ms);
             }
-            self.could_not_run = Some(e.sentence());
+            let hint = match self.bound {
+                Some(Bound::Deadline) => "; the run's --deadline passed (raise it with --deadline)",
+                Some(Bound::Timeout) => "; raise the wait with --timeout",
+                None => "",
+            };
+            self.could_not_run = Some(format!("{}{hint}", e.sentence()));
         }
     }
 
@@ -300,20 +331,29 @@ impl<'o> Ctx<'o> {
             .and_then(|i| i.get("capabilities"))
             .cloned()
             .unwrap_or(Value::Null);
-        for (list, cap, spec) in [
-            (List::Tools, "tools", ListSpec::TOOLS),
-            (List::Resources, "resources", ListSpec::RESOURCES),
-            (List::Prompts, "prompts", ListSpec::PROMPTS),
+        let mut surface = Surface::new(self.init.as_ref().and_then(|i| i.get("instructions")));
+        for (list, cap, spec, kind) in [
+            (List::Tools, "tools", ListSpec::TOOLS, ItemKind::Tool),
+            (
+                List::Resources,
+                "resources",
+                ListSpec::RESOURCES,
+                ItemKind::Resource,
+            ),
+            (List::Prompts, "prompts", ListSpec::PROMPTS, ItemKind::Prompt),
         ] {
             let declared = caps.get(cap).is_some();
             let mut listing = match self.rpc.as_mut() {
-                Some(rpc) if declared && wanted.contains(&list) => crate::session::walk(
-                    rpc,
-                    &self.envelope,
-                    self.opts.server.timeout,
-                    spec,
-                    &mut |_, _| {},
-                ),
+                Some(rpc) if declared && wanted.contains(&list) => {
+                    surface.listed(kind);
+                    crate::session::walk(
+                        rpc,
+                        &self.envelope,
+                        self.opts.server.timeout,
+                        spec,
+                        &mut |_, item| surface.add(kind, item),
+                    )
+                }
                 _ => Listing::not_fetched(declared),
             };
             listing.declared = declared;
@@ -323,6 +363,23 @@ impl<'o> Ctx<'o> {
                 List::Prompts => self.prompts = listing,
             }
         }
+        self.surface = Some(surface);
+    }
+
+    /// Walks tools/list again on the main session, for `security.tool_list_drift`.
+    pub fn relist_tools(&mut self) -> Listing {
+        let mut l = match self.rpc.as_mut() {
+            Some(rpc) => crate::session::walk(
+                rpc,
+                &self.envelope,
+                self.opts.server.timeout,
+                ListSpec::TOOLS,
+                &mut |_, _| {},
+            ),
+            None => Listing::not_fetched(self.tools.declared),
+        };
+        l.declared = self.tools.declared;
+        l
     }
 
     /// Sends a request on the main session (with `_meta` in the modern era).
@@ -339,16 +396,74 @@ impl<'o> Ctx<'o> {
     ) -> Result<Reply, NoReply> {
         let params = if meta { self.envelope.wrap(params) } else { params };
         let timeout = self.opts.server.timeout;
-        match self.rpc.as_mut() {
-            Some(rpc) => rpc.request(method, params, timeout),
-            None => Err(NoReply::Exited),
+        let Some(rpc) = self.rpc.as_mut() else {
+            return Err(NoReply::Exited);
+        };
+        let masked_before = rpc.replies_with_secrets;
+        let reply = rpc.request(method, params, timeout);
+        let masked = rpc.replies_with_secrets > masked_before;
+        self.keep_error(method, &reply, masked);
+        reply
+    }
+
+    /// Keeps an error reply (or an `isError` tool result) for the security checks.
+    fn keep_error(&mut self, method: &str, reply: &Result<Reply, NoReply>, secret: bool) {
+        if self.errors_seen.len() >= ERRORS_KEEP {
+            return;
         }
+        let text = match reply {
+            Ok(Reply::Error { message, data, .. }) => {
+                let mut t = truncate(message, ERROR_TEXT_KEEP);
+                if let Some(d) = data {
+                    t.push('\n');
+                    t.push_str(&match d {
+                        Value::String(s) => truncate(s, ERROR_TEXT_KEEP),
+                        other => truncate(&other.to_string(), ERROR_TEXT_KEEP),
+                    });
+                }
+                t
+            }
+            Ok(Reply::Result(r)) if r.get("isError") == Some(&Value::Bool(true)) => {
+                let texts: Vec<&str> = r
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .take(16)
+                            .filter_map(|c| c.get("text").and_then(Value::as_str))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                texts
+                    .iter()
+                    .map(|t| truncate(t, ERROR_TEXT_KEEP))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
+            _ => return,
+        };
+        self.errors_seen.push(ErrorSeen {
+            step: self.step.0,
+            method: truncate(method, 128),
+            text: truncate(&text, ERROR_TEXT_KEEP),
+            secret,
+        });
     }
 
     /// Writes a raw line, then a harmless request behind it, and waits for a reply `accept`
     /// takes. A server answers in order, so when the later request's reply comes first (plus
     /// a short grace), the raw line got no reply: this costs a round trip, not a timeout.
     pub fn probe_line(&mut self, line: &[u8], accept: &dyn Fn(Option<&Value>) -> bool) -> Probed {
+        let before = self.rpc.as_ref().map_or(0, |r| r.replies_with_secrets);
+        let probed = self.probe_line_unkept(line, accept);
+        if let Probed::Reply(reply) = &probed {
+            let masked = self.rpc.as_ref().is_some_and(|r| r.replies_with_secrets > before);
+            self.keep_error("(raw line)", &Ok(reply.clone()), masked);
+        }
+        probed
+    }
+
+    fn probe_line_unkept(&mut self, line: &[u8], accept: &dyn Fn(Option<&Value>) -> bool) -> Probed {
         let timeout = self.opts.server.timeout;
         let sentinel = match self.era {
             Era::Modern => ("tools/list", self.envelope.wrap(None)),
@@ -402,7 +517,11 @@ impl<'o> Ctx<'o> {
         if !rpc.send_raw(line) {
             return Err(NoReply::StdinClosed);
         }
-        rpc.wait_reply(accept, timeout)
+        let before = rpc.replies_with_secrets;
+        let reply = rpc.wait_reply(accept, timeout);
+        let masked = rpc.replies_with_secrets > before;
+        self.keep_error("(raw line)", &reply, masked);
+        reply
     }
 
     /// Whether the run's deadline has passed.
@@ -611,9 +730,10 @@ impl<'o> Ctx<'o> {
         self.stop_main();
         self.join_side_runs();
         if let Some(h) = self.digest.take()
-            && let Ok(Ok(hex)) = h.join()
+            && let Ok(Ok((hex, source))) = h.join()
         {
             self.target.program_sha256 = Some(hex);
+            self.target.program_sha256_source = Some(source);
         }
         CheckReport {
             stamp: self.stamp,
@@ -623,6 +743,7 @@ impl<'o> Ctx<'o> {
             protocol_version: self.protocol_version,
             server: self.server,
             results,
+            surface: self.surface,
             could_not_run: self.could_not_run,
             bound: self.bound,
             session: SessionSeen {

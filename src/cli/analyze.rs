@@ -10,9 +10,6 @@ use crate::kit::analyze;
 /// Read an `mcp-witness serve` log and answer, per domain, how the client handled the
 /// list_changed cycle, each answer with the log line that proves it.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Exit codes: 0 every analysed domain compliant, 1 a domain not compliant or incomplete, 2 usage error or unreadable log."
-)]
 pub struct AnalyzeArgs {
     /// The serve log (JSON lines).
     log: PathBuf,
@@ -77,8 +74,8 @@ pub fn run(args: AnalyzeArgs) -> u8 {
         }
     }
     if a.domains.iter().all(|d| d.verdict == analyze::Verdict::Compliant) {
-        0
+        super::help::exit::OK
     } else {
-        1
+        super::help::exit::NO
     }
 }

@@ -6,16 +6,14 @@ use std::path::PathBuf;
 use clap::{ArgGroup, Args};
 
 use super::server_args::{RecordArgs, Recorded, Recorder, ServerArgs};
-use crate::check::{CheckOptions, check, record, report};
+use crate::check::{CheckOptions, record, report};
 
-/// Check a stdio MCP server for conformance and robustness, and record the results as a signed
-/// evidence block. Tools are called with valid arguments only when allowed (--call-tools,
+/// Check a stdio MCP server for conformance, robustness and security (hidden text, lookalike
+/// names, hidden instructions, leaks in error replies, a tool list that changes), and record the
+/// results as a signed evidence block. Tools are called with valid arguments only when allowed (--call-tools,
 /// --safe-tool); otherwise only with invalid ones, which a correct server rejects.
 #[derive(Debug, Args)]
-#[command(
-    group(ArgGroup::new("target").required(true).args(["command", "config", "url"])),
-    after_help = "Exit codes: 0 no failures (and no warnings with --strict), 1 findings, 2 could not run (or evidence not written)."
-)]
+#[command(group(ArgGroup::new("target").required(true).args(["command", "config", "list", "url"])))]
 pub struct CheckArgs {
     #[command(flatten)]
     server: ServerArgs,
@@ -24,7 +22,8 @@ pub struct CheckArgs {
     /// Run only this check id and the ids below it (repeatable), e.g. `--only schema`.
     #[arg(long, value_name = "ID")]
     only: Vec<String>,
-    /// Skip this check id and the ids below it (repeatable), e.g. `--skip robustness`.
+    /// Skip this check id and the ids below it (repeatable), e.g. `--skip robustness` or
+    /// `--skip security.hidden_instructions` (a heuristic).
     #[arg(long, value_name = "ID")]
     skip: Vec<String>,
     /// Warnings count as failures.
@@ -54,19 +53,30 @@ pub struct CheckArgs {
     /// Allow calling this tool with valid arguments (repeatable).
     #[arg(long, value_name = "NAME")]
     safe_tool: Vec<String>,
+    /// Print every check id with its group, when it runs and what it asserts, and exit.
+    #[arg(long)]
+    list: bool,
     /// Append only if the results differ from the latest check block of the same target.
     #[arg(long, conflicts_with = "no_record")]
     if_changed: bool,
 }
 
 pub fn run(args: CheckArgs) -> u8 {
+    if args.list {
+        outln!("{}", list());
+        return super::help::exit::OK;
+    }
     let known = |id: &String| {
         crate::check::checks::ALL
             .iter()
             .any(|c| c.id == id || c.id.starts_with(&format!("{id}.")))
     };
     if let Some(bad) = args.only.iter().chain(&args.skip).find(|id| !known(id)) {
-        return super::error(format!("`{bad}` names no check; see the check ids in the README"));
+        let hint = match nearest_id(bad) {
+            Some(id) => format!("did you mean `{id}`? (`mcp-witness check --list` lists them all)"),
+            None => "`mcp-witness check --list` lists every check id".to_string(),
+        };
+        return super::error(format!("`{bad}` names no check; {hint}"));
     }
     let server = match args.server.options("check") {
         Ok(s) => s,
@@ -84,14 +94,35 @@ pub fn run(args: CheckArgs) -> u8 {
     opts.call_tools = args.call_tools;
     opts.safe_tools = args.safe_tool.clone();
 
-    let report = check(&opts);
+    // Output files are made ready before the run: a bad path fails now, not after it.
+    for path in [&args.junit, &args.sarif, &args.markdown].into_iter().flatten() {
+        if let Err(e) = crate::files::prepare_output(path) {
+            return super::error(e);
+        }
+    }
+    let terminal = std::io::stdout().is_terminal();
+    let colour = terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    // On a terminal the text report comes as the results do, a group at a time.
+    let stream = terminal && !args.json;
+    let mut group = String::new();
+    let mut show = |r: &crate::check::CheckResult| {
+        if !stream || (r.status == crate::check::Status::Skip && r.message.starts_with("not run: ")) {
+            return;
+        }
+        if r.group() != group {
+            group = r.group().to_string();
+            outln!("\n{group}");
+        }
+        out!("{}", report::result_lines(r, colour, args.verbose, args.strict));
+    };
+    let report = crate::check::check_with(&opts, &mut show);
     let mut code = report.exit_code();
 
     if args.json {
         outln!("{}", crate::inert::json(&report.to_json()));
+    } else if stream {
+        out!("{}", report::human_tail(&report, colour));
     } else {
-        let colour =
-            std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         out!("{}", report::human(&report, colour, args.verbose));
     }
     let writes = [
@@ -134,4 +165,109 @@ pub fn run(args: CheckArgs) -> u8 {
         Err(e) => code = super::error(e),
     }
     code
+}
+
+/// `check --list`: one line per check, grouped.
+fn list() -> String {
+    use crate::check::checks::{ALL, Input};
+    let width = ALL.iter().map(|c| c.id.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    let mut group = "";
+    for c in ALL {
+        let g = c.id.split('.').next().unwrap_or_default();
+        if g != group {
+            if !group.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(&format!("{g}\n"));
+            group = g;
+        }
+        let mut when = Vec::new();
+        if c.needs.calls {
+            when.push("only with --call-tools or --safe-tool".to_string());
+        }
+        if let Some(t) = c.needs.transport {
+            when.push(format!("{} only", t.as_str()));
+        }
+        if !c.needs.session {
+            when.push("also without a session".to_string());
+        }
+        match c.input {
+            Input::Valid => {}
+            Input::Rejected => when.push("sends requests a server must reject".to_string()),
+            Input::Malformed => when.push("sends malformed input".to_string()),
+        }
+        let when = if when.is_empty() {
+            "runs by default".to_string()
+        } else {
+            when.join("; ")
+        };
+        out.push_str(&format!("  {:<width$}  {}  [{when}]\n", c.id, c.title));
+    }
+    out.push_str(&format!(
+        "\n{} checks. Select with --only ID and --skip ID (an id and every id below it).",
+        ALL.len()
+    ));
+    out
+}
+
+/// The check id (or group) closest to a mistyped one, when one is close enough.
+fn nearest_id(given: &str) -> Option<String> {
+    let mut candidates: Vec<String> = Vec::new();
+    for c in crate::check::checks::ALL {
+        let parts: Vec<&str> = c.id.split('.').collect();
+        for n in 1..=parts.len() {
+            let prefix = parts[..n].join(".");
+            if !candidates.contains(&prefix) {
+                candidates.push(prefix);
+            }
+        }
+    }
+    let (best, distance) = candidates
+        .into_iter()
+        .map(|c| {
+            let d = edit_distance(given, &c);
+            (c, d)
+        })
+        .min_by_key(|(_, d)| *d)?;
+    (distance <= given.chars().count().div_ceil(3).max(2)).then_some(best)
+}
+
+/// Levenshtein distance, by characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mistyped_id_gets_the_nearest_one_and_a_far_one_gets_none() {
+        assert_eq!(
+            nearest_id("schema.tool_descripton").as_deref(),
+            Some("schema.tool_description")
+        );
+        assert_eq!(nearest_id("hygeine").as_deref(), Some("hygiene"));
+        assert_eq!(nearest_id("completely-unrelated-words"), None);
+    }
+
+    #[test]
+    fn the_list_names_every_check_once() {
+        let text = list();
+        for c in crate::check::checks::ALL {
+            assert_eq!(text.matches(&format!("  {} ", c.id)).count(), 1, "{}", c.id);
+        }
+    }
 }

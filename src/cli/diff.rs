@@ -12,9 +12,6 @@ use crate::inert::inert;
 /// Show what changed between the two latest blocks of one target (tools added or removed,
 /// server version, verdict, findings). Exit 1 when something changed.
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Exit codes: 0 unchanged, 1 changed, 2 usage error, unreadable file or fewer than two blocks."
-)]
 pub struct DiffArgs {
     /// The evidence file.
     file: PathBuf,

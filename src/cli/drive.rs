@@ -18,7 +18,6 @@ enum DriveEra {
 /// Run the list_changed cycle as a correct client would against a fresh `mcp-witness serve`
 /// per domain, print the analysis, and exit 0 only if every expected answer holds.
 #[derive(Debug, Args)]
-#[command(after_help = "Exit codes: 0 every expected answer holds, 1 something did not, 2 usage error.")]
 pub struct DriveArgs {
     /// Which domain to drive.
     #[arg(long, value_enum, default_value = "all")]
@@ -52,8 +51,8 @@ pub fn run(args: DriveArgs) -> u8 {
             }
             outln!("(the logs of passing runs were removed; --keep-logs keeps them)");
         }
-        0
+        super::help::exit::OK
     } else {
-        1
+        super::help::exit::NO
     }
 }

@@ -41,7 +41,7 @@ pub fn keygen(args: KeygenArgs) -> u8 {
         Ok(key) => {
             eprintln!("mcp-witness: wrote signing key {}", path.display());
             outln!("{}", keys::public_text(&key.verifying_key()));
-            0
+            super::help::exit::OK
         }
         Err(e) => super::error(e),
     }
@@ -55,7 +55,7 @@ pub fn key(args: KeyArgs) -> u8 {
     match keys::load(&path) {
         Ok(key) => {
             outln!("{}", keys::public_text(&key.verifying_key()));
-            0
+            super::help::exit::OK
         }
         Err(e) => super::error(e),
     }

@@ -26,6 +26,7 @@ mod analyze;
 mod check;
 mod diff;
 mod drive;
+mod help;
 mod keys;
 mod probe;
 mod repair;
@@ -34,14 +35,14 @@ mod server_args;
 mod verify;
 
 /// Exit code for usage errors and for evidence that could not be written or read.
-pub const EXIT_USAGE: u8 = 2;
+pub const EXIT_USAGE: u8 = help::exit::USAGE;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "mcp-witness",
     version,
     about = "Probe stdio MCP servers and keep signed, hash-chained evidence of what they did",
-    after_help = "Exit codes:\n  probe:  0 pass, 1 fail, 3 inconclusive (the server stayed silent), 2 usage error or evidence not written\n  check:  0 no failures, 1 findings, 2 could not run\n  verify: 0 intact, 1 broken or untrusted, 2 usage error or unreadable file\n  diff:   0 unchanged, 1 changed, 2 usage error or too few blocks\n  drive, analyze: 0 every domain compliant, 1 not compliant or incomplete, 2 usage error"
+    disable_help_subcommand = true
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -60,11 +61,32 @@ enum Command {
     Serve(serve::ServeArgs),
     Drive(drive::DriveArgs),
     Analyze(analyze::AnalyzeArgs),
+    /// Print the help of mcp-witness or of one command.
+    Help {
+        /// The command to explain.
+        command: Option<String>,
+    },
 }
 
 /// Parses the command line and runs it.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    use clap::{CommandFactory, FromArgMatches};
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let parsed = help::apply(Cli::command())
+        .try_get_matches_from(&args)
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            if let Some(tip) = help::tip(&e, &args) {
+                eprintln!("\n{tip}");
+            }
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(EXIT_USAGE));
+        }
+    };
     let code = match cli.command {
         Command::Probe(args) => probe::run(*args),
         Command::Check(args) => check::run(*args),
@@ -76,8 +98,29 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Drive(args) => drive::run(args),
         Command::Analyze(args) => analyze::run(args),
+        Command::Help { command } => print_help(command.as_deref()),
     };
     ExitCode::from(code)
+}
+
+/// `mcp-witness help [COMMAND]`.
+fn print_help(command: Option<&str>) -> u8 {
+    use clap::CommandFactory;
+    let mut cmd = help::apply(Cli::command());
+    let target = match command {
+        None => Some(&mut cmd),
+        Some(name) => cmd.find_subcommand_mut(name),
+    };
+    match target {
+        Some(c) => {
+            let _ = c.print_help();
+            help::exit::OK
+        }
+        None => error(format!(
+            "no command `{}`; run `mcp-witness help` for the list",
+            command.unwrap_or_default()
+        )),
+    }
 }
 
 /// Prints an error the way every subcommand does. An error is one line, and may quote a

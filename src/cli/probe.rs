@@ -14,10 +14,7 @@ use crate::wire::stdio::ExitInfo;
 /// handshake, list every page of tools, optionally call one tool, tear the server down (HTTP:
 /// DELETE the session), record a signed evidence block.
 #[derive(Debug, Args)]
-#[command(
-    group(ArgGroup::new("target").required(true).args(["command", "config", "url"])),
-    after_help = "Exit codes: 0 pass, 1 fail, 3 inconclusive (the server stayed silent while alive), 2 usage error or evidence not written."
-)]
+#[command(group(ArgGroup::new("target").required(true).args(["command", "config", "url"])))]
 pub struct ProbeArgs {
     #[command(flatten)]
     server: ServerArgs,
@@ -38,6 +35,10 @@ pub struct ProbeArgs {
     /// Append only if the observation differs from the latest block of the same target.
     #[arg(long, conflicts_with = "no_record")]
     if_changed: bool,
+    /// Pin the surface: compare it with the latest passing block of the same target in FILE
+    /// (which must verify intact); any changed tool or part is a fail (`surface_changed`).
+    #[arg(long, value_name = "FILE")]
+    expect: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: ProbeArgs) -> u8 {
@@ -49,7 +50,23 @@ pub fn run(args: ProbeArgs) -> u8 {
         Ok(r) => r,
         Err(e) => return super::error(e),
     };
-    let obs = probe(&opts);
+    if let Some(file) = &args.expect
+        && let Err(e) = crate::files::open_read(file, "--expect file")
+    {
+        return super::error(e);
+    }
+    let mut obs = probe(&opts);
+    if let Some(file) = &args.expect {
+        match crate::probe::expect::expect(&mut obs, file) {
+            Ok(expected) => obs.expected = Some(expected),
+            Err(e) => {
+                if !args.json {
+                    print_summary(&obs);
+                }
+                return super::error(e);
+            }
+        }
+    }
     let body = record::block_body(&obs);
     let verdict_code = obs.verdict.exit_code();
     match recorder.record(body.clone(), args.if_changed) {
@@ -174,7 +191,11 @@ fn summary(obs: &Observation) -> String {
             .as_ref()
             .map(|(code, m)| format!(": error {code} {}", inert(m)))
             .unwrap_or_default();
-        println!("  call {}: {}{preview}{error}", inert(&c.tool), c.outcome);
+        println!(
+            "  call {}: {}{preview}{error}",
+            inert(&c.tool),
+            c.outcome.as_str()
+        );
     }
     if obs.traffic.noise_count > 0 {
         println!(
@@ -182,7 +203,7 @@ fn summary(obs: &Observation) -> String {
             obs.traffic.noise_count
         );
         for (text, kind) in &obs.traffic.noise {
-            println!("    [{kind}] {}", inert(text));
+            println!("    [{}] {}", kind.code(), inert(text));
         }
     }
     if obs.verdict != Verdict::Pass

@@ -21,7 +21,7 @@ pub fn run(args: RepairArgs) -> u8 {
                 "{}: ends in a complete line; nothing to repair",
                 args.file.display()
             );
-            0
+            super::help::exit::OK
         }
         Ok(Repaired::Moved {
             offset,
@@ -33,7 +33,7 @@ pub fn run(args: RepairArgs) -> u8 {
                 args.file.display(),
                 side_file.display()
             );
-            0
+            super::help::exit::OK
         }
         Err(e) => super::error(e),
     }

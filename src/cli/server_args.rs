@@ -57,6 +57,9 @@ pub struct ServerArgs {
     /// (repeatable), so it never appears in argv. Only the name is recorded.
     #[arg(long = "header-env", value_name = "NAME=VAR", value_parser = parse_header_env)]
     pub header_env: Vec<(String, String)>,
+    /// Show no progress line on stderr (it is shown only on a terminal, during waits over 1 s).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     /// The server command and its arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -146,6 +149,8 @@ impl ServerArgs {
                     .into(),
             );
         }
+        // The progress line is for a person watching a terminal, never for a log or a pipe.
+        crate::progress::enable(!self.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()));
         if command.is_empty() && url.is_none() {
             return Err(format!(
                 "no server: put its command after `--`, e.g. `mcp-witness {verb} -- npx -y my-server`, or give --url"

@@ -11,7 +11,6 @@ use crate::hex;
 
 /// Check every hash, link and signature of evidence files, naming the first broken line.
 #[derive(Debug, Args)]
-#[command(after_help = "Exit codes: 0 intact, 1 broken or untrusted, 2 usage error or unreadable file.")]
 pub struct VerifyArgs {
     /// A trusted public key (`ed25519:<hex>`, as `mcp-witness key` prints) or a file of them,
     /// one per line. Repeatable. A block signed by any other key is a failure.

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::outcome::CallSeen;
+use super::outcome::{CallOutcome, CallSeen};
 use super::{CallRequest, Run};
 use crate::evidence::canonical;
 use crate::hex;
@@ -18,7 +18,7 @@ impl Run<'_> {
     pub(super) fn call(&mut self, req: &CallRequest) {
         let mut seen = CallSeen {
             tool: self.redactor.text(&req.tool),
-            outcome: "not_listed",
+            outcome: CallOutcome::NotListed,
             argument_names: req
                 .arguments
                 .as_object()
@@ -33,7 +33,7 @@ impl Run<'_> {
         if self.rpc.is_none() || !self.listed(&req.tool) || !self.obs.reasons.is_empty() {
             // Never call a tool the server did not list, nor one of a server that failed.
             if !self.obs.reasons.is_empty() {
-                seen.outcome = "not_attempted";
+                seen.outcome = CallOutcome::NotAttempted;
             }
             self.obs.call = Some(seen);
             return;
@@ -84,18 +84,18 @@ impl Run<'_> {
                     });
                 }
                 seen.outcome = match (content, result.get("isError")) {
-                    (None, _) => "malformed",
-                    (_, Some(Value::Bool(true))) => "tool_error",
-                    _ => "ok",
+                    (None, _) => CallOutcome::Malformed,
+                    (_, Some(Value::Bool(true))) => CallOutcome::ToolError,
+                    _ => CallOutcome::Ok,
                 };
             }
             Ok(Reply::Error { code, message, .. }) => {
-                seen.outcome = "rpc_error";
+                seen.outcome = CallOutcome::RpcError;
                 seen.error = Some((code, truncate(&self.redactor.text(&message), 512)));
             }
-            Ok(Reply::Malformed(_)) => seen.outcome = "malformed",
-            Err(NoReply::Timeout { .. }) => seen.outcome = "silent",
-            Err(_) => seen.outcome = "exited",
+            Ok(Reply::Malformed(_)) => seen.outcome = CallOutcome::Malformed,
+            Err(NoReply::Timeout { .. }) => seen.outcome = CallOutcome::Silent,
+            Err(_) => seen.outcome = CallOutcome::Exited,
         }
         self.obs.call = Some(seen);
     }

@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use super::outcome::ReasonCode;
 use super::{Run, Step, Stop};
 use crate::evidence::canonical;
 use crate::mcp::{CLIENT_NAME, Era, LEGACY_VERSIONS};
@@ -33,6 +34,7 @@ impl Run<'_> {
         self.obs.timings.discover = hs.discover_ms;
         self.obs.timings.initialize = hs.initialize_ms;
         self.envelope = hs.envelope();
+        self.instructions = hs.result.as_ref().and_then(|r| r.get("instructions")).cloned();
         if let Err(e) = outcome {
             return Err(self.handshake_failed(e));
         }
@@ -45,13 +47,13 @@ impl Run<'_> {
     /// Records why the handshake opened no session.
     fn handshake_failed(&mut self, e: HandshakeError) -> Stop {
         let code = match &e {
-            HandshakeError::Connect(_) if self.opts.server.url.is_some() => "unreachable",
-            HandshakeError::Connect(_) => "spawn_failed",
+            HandshakeError::Connect(_) if self.opts.server.url.is_some() => ReasonCode::Unreachable,
+            HandshakeError::Connect(_) => ReasonCode::SpawnFailed,
             HandshakeError::NoReply { step, why } => return self.no_reply(step, why.clone()),
-            HandshakeError::ErrorReply { .. } => "initialize_error",
-            HandshakeError::Malformed { .. } => "initialize_malformed",
-            HandshakeError::NotModern(_) => "discover_failed",
-            HandshakeError::NoCommonVersion { .. } => "no_common_version",
+            HandshakeError::ErrorReply { .. } => ReasonCode::InitializeError,
+            HandshakeError::Malformed { .. } => ReasonCode::InitializeMalformed,
+            HandshakeError::NotModern(_) => ReasonCode::DiscoverFailed,
+            HandshakeError::NoCommonVersion { .. } => ReasonCode::NoCommonVersion,
         };
         self.fail(code, e.sentence())
     }
@@ -66,14 +68,14 @@ impl Run<'_> {
         {
             None => {
                 self.fail(
-                    "missing_protocol_version",
+                    ReasonCode::MissingProtocolVersion,
                     "the initialize result has no string protocolVersion",
                 );
                 ok = false;
             }
             Some(v) if !LEGACY_VERSIONS.contains(&v) => {
                 self.fail(
-                    "unknown_protocol_version",
+                    ReasonCode::UnknownProtocolVersion,
                     format!(
                         "the server answered protocolVersion `{}`, which this tool does not know",
                         truncate(v, 64)
@@ -85,7 +87,7 @@ impl Run<'_> {
         }
         if hs.server.is_none() {
             self.fail(
-                "missing_server_info",
+                ReasonCode::MissingServerInfo,
                 "the initialize result has no serverInfo with a string name",
             );
             ok = false;
@@ -97,7 +99,7 @@ impl Run<'_> {
     fn gate_discover(&mut self, hs: &Handshake) -> Step<()> {
         if !hs.capabilities().is_some_and(Value::is_object) {
             return Err(self.fail(
-                "discover_malformed",
+                ReasonCode::DiscoverMalformed,
                 "the server/discover result has no capabilities object",
             ));
         }
@@ -109,7 +111,7 @@ impl Run<'_> {
             && rt != "complete"
         {
             return Err(self.fail(
-                "discover_malformed",
+                ReasonCode::DiscoverMalformed,
                 format!("server/discover returned resultType `{}`", truncate(rt, 64)),
             ));
         }

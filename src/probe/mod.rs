@@ -3,6 +3,7 @@
 //! inconclusive. Never guesses other message formats: silence is recorded and the probe stops.
 
 mod call;
+pub mod expect;
 pub(crate) mod handshake;
 pub mod outcome;
 pub mod record;
@@ -58,6 +59,8 @@ pub(crate) struct Run<'o> {
     rpc: Option<Rpc>,
     /// What every request of the session carries (`_meta` in the modern era).
     envelope: crate::session::Envelope,
+    /// The handshake's `instructions`, as replied (redacted), for the surface.
+    instructions: Option<Value>,
     obs: Observation,
     redactor: Redactor,
     started: Instant,
@@ -96,6 +99,8 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
         server: None,
         capabilities: None,
         tools: None,
+        surface: None,
+        expected: None,
         call: None,
         verdict: Verdict::Fail,
         reasons: Vec::new(),
@@ -122,6 +127,7 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
             version: requested.clone(),
             client: crate::mcp::CLIENT_NAME,
         },
+        instructions: None,
         obs,
         redactor,
         started: Instant::now(),
@@ -141,22 +147,22 @@ impl Run<'_> {
     fn resolve(
         &mut self,
         launched: Result<crate::target::Launch, String>,
-    ) -> Option<std::thread::JoinHandle<std::io::Result<String>>> {
+    ) -> Option<crate::target::DigestJob> {
         match launched {
             Ok(launch) => {
                 self.endpoint = Some(launch.endpoint);
                 launch.digest
             }
             Err(e) if self.opts.server.url.is_some() => {
-                self.fail("bad_url", e);
+                self.fail(ReasonCode::BadUrl, e);
                 None
             }
             Err(e) if self.opts.server.command.is_empty() => {
-                self.fail("no_command", e);
+                self.fail(ReasonCode::NoCommand, e);
                 None
             }
             Err(e) => {
-                self.fail("program_not_found", e);
+                self.fail(ReasonCode::ProgramNotFound, e);
                 None
             }
         }
@@ -188,7 +194,7 @@ impl Run<'_> {
     }
 
     /// Records a failure reason.
-    pub(crate) fn fail(&mut self, code: &'static str, message: impl Into<String>) -> Stop {
+    pub(crate) fn fail(&mut self, code: ReasonCode, message: impl Into<String>) -> Stop {
         self.obs.verdict = Verdict::Fail;
         // Redact in full, then bound: a cut must never leave part of a secret behind.
         let message = crate::text::truncate(&self.redactor.text(&message.into()), 1024);
@@ -219,7 +225,7 @@ impl Run<'_> {
                 let reason = if self.rpc().past_deadline() {
                     self.obs.bound = Some(Bound::Deadline);
                     Reason::new(
-                        "deadline",
+                        ReasonCode::Deadline,
                         format!(
                             "the run's deadline of {} s passed while waiting {waited_ms} ms for {step}{detail}; raise it with --deadline",
                             self.deadline().as_secs_f64()
@@ -228,7 +234,7 @@ impl Run<'_> {
                 } else {
                     self.obs.bound = Some(Bound::Timeout);
                     Reason::new(
-                        "no_reply",
+                        ReasonCode::NoReply,
                         format!(
                             "no reply to {step} within {waited_ms} ms while the server was alive{detail}; raise the wait with --timeout"
                         ),
@@ -245,60 +251,60 @@ impl Run<'_> {
                     None => "exited".to_string(),
                 };
                 self.fail(
-                    "server_exited",
+                    ReasonCode::ServerExited,
                     format!("the server {how} before replying to {step}"),
                 )
             }
             NoReply::StdoutClosed => self.fail(
-                "stdout_closed",
+                ReasonCode::StdoutClosed,
                 format!("the server closed its stdout before replying to {step}"),
             ),
             NoReply::Oversize { bytes } => self.fail(
-                "line_too_long",
+                ReasonCode::LineTooLong,
                 format!(
                     "a stdout line grew past {} bytes ({bytes} seen) while waiting for {step}",
                     self.opts.server.max_line
                 ),
             ),
             NoReply::StdinClosed => self.fail(
-                "stdin_closed",
+                ReasonCode::StdinClosed,
                 format!("the server's stdin was closed; could not send {step}"),
             ),
             NoReply::TooComplex { bytes } => self.fail(
-                "reply_too_complex",
+                ReasonCode::ReplyTooComplex,
                 format!(
                     "the reply to {step} ({bytes} bytes) holds more values than one parse may build ({} MiB of structure); it was not kept",
                     crate::json_budget::PARSE_BUDGET >> 20
                 ),
             ),
             NoReply::DuplicateIdKey { keys } => self.fail(
-                "duplicate_id_key",
+                ReasonCode::DuplicateIdKey,
                 format!("a reply while waiting for {step} has the `id` key {keys} times: which request it answers is ambiguous"),
             ),
             NoReply::Refused(r) if r.status == 401 => self.auth_required(step, *r),
             NoReply::Refused(r) if r.location.is_some() || (300..400).contains(&r.status) => self.fail(
-                "http_redirect",
+                ReasonCode::HttpRedirect,
                 format!(
                     "{step} {}",
                     crate::rpc::describe_no_reply(&NoReply::Refused(r))
                 ),
             ),
             NoReply::Refused(r) => self.fail(
-                "http_status",
+                ReasonCode::HttpStatus,
                 format!(
                     "{step} {}",
                     crate::rpc::describe_no_reply(&NoReply::Refused(r))
                 ),
             ),
             NoReply::Unreachable { kind } => self.fail(
-                "unreachable",
+                ReasonCode::Unreachable,
                 format!("could not connect to send {step} ({kind}): check that the server is running and the URL's host and port"),
             ),
-            NoReply::Lost { why } => self.fail("reply_lost", format!("{step} {}", crate::rpc::describe_no_reply(&NoReply::Lost { why }))),
+            NoReply::Lost { why } => self.fail(ReasonCode::ReplyLost, format!("{step} {}", crate::rpc::describe_no_reply(&NoReply::Lost { why }))),
             NoReply::ErrorWithNullId { code, message } => {
                 let code = code.map_or_else(|| "without a code".to_string(), |c| format!("{c}"));
                 self.fail(
-                    "error_with_null_id",
+                    ReasonCode::ErrorWithNullId,
                     format!("while waiting for {step} the server sent an error with id null: {code}: {message}"),
                 )
             }
@@ -321,7 +327,7 @@ impl Run<'_> {
         };
         let message = format!("{step} was answered HTTP 401 (authorization required); {given}");
         self.obs.reasons.push(Reason::new(
-            "auth_required",
+            ReasonCode::AuthRequired,
             crate::text::truncate(&self.redactor.text(&message), 1024),
         ));
         Stop
@@ -361,7 +367,7 @@ impl Run<'_> {
         Some(teardown)
     }
 
-    fn finish(mut self, digest: Option<std::thread::JoinHandle<std::io::Result<String>>>) -> Observation {
+    fn finish(mut self, digest: Option<crate::target::DigestJob>) -> Observation {
         if let Some(rpc) = &self.rpc {
             self.obs.timings.first_stdout = rpc.wire().stats().first_output_ms;
         }
@@ -379,10 +385,13 @@ impl Run<'_> {
         self.obs.stderr_bytes = self.stderr_total;
         if let Some(handle) = digest {
             match handle.join() {
-                Ok(Ok(hex)) => self.obs.target.program_sha256 = Some(hex),
+                Ok(Ok((hex, source))) => {
+                    self.obs.target.program_sha256 = Some(hex);
+                    self.obs.target.program_sha256_source = Some(source);
+                }
                 Ok(Err(e)) => {
                     self.fail(
-                        "program_unreadable",
+                        ReasonCode::ProgramUnreadable,
                         format!("cannot read the program to hash it: {e}"),
                     );
                 }

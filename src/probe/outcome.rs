@@ -25,6 +25,7 @@ impl Verdict {
     }
 
     /// The exit code of `probe`: 0 pass, 1 fail, 3 inconclusive.
+    /// The process exit code that says this verdict (`cli::help::exit` names them).
     pub fn exit_code(self) -> u8 {
         match self {
             Verdict::Pass => 0,
@@ -34,15 +35,140 @@ impl Verdict {
     }
 }
 
+/// Why a probe did not pass: a stable code, the same in the evidence, `--json` and the
+/// README's table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReasonCode {
+    NoCommand,
+    ProgramNotFound,
+    ProgramUnreadable,
+    SpawnFailed,
+    BadUrl,
+    Unreachable,
+    HttpStatus,
+    HttpRedirect,
+    ReplyLost,
+    AuthRequired,
+    NoReply,
+    Deadline,
+    ServerExited,
+    StdoutClosed,
+    StdinClosed,
+    LineTooLong,
+    ReplyTooComplex,
+    DuplicateIdKey,
+    ErrorWithNullId,
+    InitializeError,
+    InitializeMalformed,
+    MissingProtocolVersion,
+    UnknownProtocolVersion,
+    MissingServerInfo,
+    DiscoverFailed,
+    DiscoverMalformed,
+    NoCommonVersion,
+    ToolsListError,
+    ToolsListMalformed,
+    CursorRepeated,
+    TooManyPages,
+    NoTools,
+    InvalidTool,
+    SurfaceChanged,
+}
+
+impl ReasonCode {
+    /// Every code, in the README's order.
+    pub const ALL: &'static [ReasonCode] = &[
+        ReasonCode::NoCommand,
+        ReasonCode::ProgramNotFound,
+        ReasonCode::ProgramUnreadable,
+        ReasonCode::SpawnFailed,
+        ReasonCode::BadUrl,
+        ReasonCode::Unreachable,
+        ReasonCode::HttpStatus,
+        ReasonCode::HttpRedirect,
+        ReasonCode::ReplyLost,
+        ReasonCode::AuthRequired,
+        ReasonCode::NoReply,
+        ReasonCode::Deadline,
+        ReasonCode::ServerExited,
+        ReasonCode::StdoutClosed,
+        ReasonCode::StdinClosed,
+        ReasonCode::LineTooLong,
+        ReasonCode::ReplyTooComplex,
+        ReasonCode::DuplicateIdKey,
+        ReasonCode::ErrorWithNullId,
+        ReasonCode::InitializeError,
+        ReasonCode::InitializeMalformed,
+        ReasonCode::MissingProtocolVersion,
+        ReasonCode::UnknownProtocolVersion,
+        ReasonCode::MissingServerInfo,
+        ReasonCode::DiscoverFailed,
+        ReasonCode::DiscoverMalformed,
+        ReasonCode::NoCommonVersion,
+        ReasonCode::ToolsListError,
+        ReasonCode::ToolsListMalformed,
+        ReasonCode::CursorRepeated,
+        ReasonCode::TooManyPages,
+        ReasonCode::NoTools,
+        ReasonCode::InvalidTool,
+        ReasonCode::SurfaceChanged,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasonCode::NoCommand => "no_command",
+            ReasonCode::ProgramNotFound => "program_not_found",
+            ReasonCode::ProgramUnreadable => "program_unreadable",
+            ReasonCode::SpawnFailed => "spawn_failed",
+            ReasonCode::BadUrl => "bad_url",
+            ReasonCode::Unreachable => "unreachable",
+            ReasonCode::HttpStatus => "http_status",
+            ReasonCode::HttpRedirect => "http_redirect",
+            ReasonCode::ReplyLost => "reply_lost",
+            ReasonCode::AuthRequired => "auth_required",
+            ReasonCode::NoReply => "no_reply",
+            ReasonCode::Deadline => "deadline",
+            ReasonCode::ServerExited => "server_exited",
+            ReasonCode::StdoutClosed => "stdout_closed",
+            ReasonCode::StdinClosed => "stdin_closed",
+            ReasonCode::LineTooLong => "line_too_long",
+            ReasonCode::ReplyTooComplex => "reply_too_complex",
+            ReasonCode::DuplicateIdKey => "duplicate_id_key",
+            ReasonCode::ErrorWithNullId => "error_with_null_id",
+            ReasonCode::InitializeError => "initialize_error",
+            ReasonCode::InitializeMalformed => "initialize_malformed",
+            ReasonCode::MissingProtocolVersion => "missing_protocol_version",
+            ReasonCode::UnknownProtocolVersion => "unknown_protocol_version",
+            ReasonCode::MissingServerInfo => "missing_server_info",
+            ReasonCode::DiscoverFailed => "discover_failed",
+            ReasonCode::DiscoverMalformed => "discover_malformed",
+            ReasonCode::NoCommonVersion => "no_common_version",
+            ReasonCode::ToolsListError => "tools_list_error",
+            ReasonCode::ToolsListMalformed => "tools_list_malformed",
+            ReasonCode::CursorRepeated => "cursor_repeated",
+            ReasonCode::TooManyPages => "too_many_pages",
+            ReasonCode::NoTools => "no_tools",
+            ReasonCode::InvalidTool => "invalid_tool",
+            ReasonCode::SurfaceChanged => "surface_changed",
+        }
+    }
+}
+
+impl std::fmt::Display for ReasonCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One reason for a fail or inconclusive verdict: a stable code and a sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reason {
-    pub code: &'static str,
+    pub code: ReasonCode,
     pub message: String,
 }
 
 impl Reason {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(code: ReasonCode, message: impl Into<String>) -> Self {
         Reason {
             code,
             message: message.into(),
@@ -104,12 +230,48 @@ pub struct ToolsSeen {
     pub names_complete: bool,
 }
 
+/// What became of the opt-in call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallOutcome {
+    /// A result with a content array.
+    Ok,
+    /// A result with `isError: true`.
+    ToolError,
+    /// A JSON-RPC error reply.
+    RpcError,
+    /// No reply within the call's timeout.
+    Silent,
+    /// The tool is not in the list: never called.
+    NotListed,
+    /// The probe failed before the call: never called.
+    NotAttempted,
+    /// The server went away before replying.
+    Exited,
+    /// A reply with neither a content array nor a valid error.
+    Malformed,
+}
+
+impl CallOutcome {
+    /// The word the evidence records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallOutcome::Ok => "ok",
+            CallOutcome::ToolError => "tool_error",
+            CallOutcome::RpcError => "rpc_error",
+            CallOutcome::Silent => "silent",
+            CallOutcome::NotListed => "not_listed",
+            CallOutcome::NotAttempted => "not_attempted",
+            CallOutcome::Exited => "exited",
+            CallOutcome::Malformed => "malformed",
+        }
+    }
+}
+
 /// The opt-in call of one tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallSeen {
     pub tool: String,
-    /// `ok`, `tool_error`, `rpc_error`, `silent`, `not_listed`, `exited`, `malformed`.
-    pub outcome: &'static str,
+    pub outcome: CallOutcome,
     pub argument_names: Vec<String>,
     pub content_types: Vec<String>,
     pub preview: Option<String>,
@@ -124,6 +286,8 @@ pub struct TargetSeen {
     pub command: Vec<String>,
     pub program: Option<String>,
     pub program_sha256: Option<String>,
+    /// Whether the digest was computed this run or taken from the digest cache.
+    pub program_sha256_source: Option<crate::digest_cache::Source>,
     pub cwd: String,
     pub env_names: Vec<String>,
     /// The era asked for (what was used is `Observation::era`).
@@ -164,6 +328,10 @@ pub struct Observation {
     pub server: Option<ServerInfo>,
     pub capabilities: Option<Value>,
     pub tools: Option<ToolsSeen>,
+    /// What a client sees, as digests: every tool and its parts, and the instructions.
+    pub surface: Option<crate::surface::Surface>,
+    /// With `--expect`: the block the surface was compared with, and what differed.
+    pub expected: Option<super::expect::Expected>,
     pub call: Option<CallSeen>,
     pub verdict: Verdict,
     pub reasons: Vec<Reason>,
@@ -208,3 +376,30 @@ impl HttpSeen {
 }
 
 pub use crate::http::auth::AuthSeen;
+
+#[cfg(test)]
+mod tests {
+    use super::ReasonCode;
+
+    /// The backticked words of the README table that follows `heading`.
+    pub(crate) fn readme_table_codes(heading: &str) -> Vec<String> {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        let table = readme
+            .split(heading)
+            .nth(1)
+            .unwrap_or_else(|| panic!("README has {heading}"));
+        let mut codes = Vec::new();
+        for line in table.lines().skip(2).take_while(|l| l.starts_with('|')) {
+            let first = line.split('|').nth(1).unwrap_or_default();
+            codes.extend(first.split('`').skip(1).step_by(2).map(str::to_string));
+        }
+        codes
+    }
+
+    #[test]
+    fn the_readme_lists_every_reason_code_and_no_other() {
+        let listed = readme_table_codes("| code | meaning |");
+        let known: Vec<String> = ReasonCode::ALL.iter().map(|c| c.as_str().to_string()).collect();
+        assert_eq!(listed, known);
+    }
+}

@@ -73,7 +73,7 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
     let call = obs.call.as_ref().map(|c| {
         json!({
             "tool": c.tool,
-            "outcome": c.outcome,
+            "outcome": c.outcome.as_str(),
             "argument_names": c.argument_names,
             "content_types": c.content_types,
             "preview": c.preview,
@@ -89,14 +89,14 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
     let reasons: Vec<Value> = obs
         .reasons
         .iter()
-        .map(|r| json!({"code": r.code, "message": r.message}))
+        .map(|r| json!({"code": r.code.as_str(), "message": r.message}))
         .collect();
     let silence = obs.silence.as_ref().map(super::outcome::Silence::to_json);
     let tr = &obs.traffic;
     let noise_lines: Vec<Value> = tr
         .noise
         .iter()
-        .map(|(text, kind)| json!({"text": text, "kind": kind}))
+        .map(|(text, kind)| json!({"text": text, "kind": kind.code()}))
         .collect();
     let server_requests: Vec<Value> = tr
         .server_requests
@@ -105,7 +105,7 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
         .collect();
     let teardown = obs.teardown.as_ref().map(|td| {
         json!({
-            "ended_by": td.ended_by,
+            "ended_by": td.ended_by.as_str(),
             "after_ms": td.after_ms,
             "exit": td.exit.map(|e| match e {
                 ExitInfo::Code(c) => json!({"code": c}),
@@ -132,9 +132,9 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
         "server": server,
         "capabilities": obs.capabilities,
         "tools": obs.tools.as_ref().map(|t| json!({"count": t.count, "names": t.names})),
-        "call": obs.call.as_ref().map(|c| json!({"tool": c.tool, "outcome": c.outcome, "result_sha256": c.result_sha256})),
+        "call": obs.call.as_ref().map(|c| json!({"tool": c.tool, "outcome": c.outcome.as_str(), "result_sha256": c.result_sha256})),
         "verdict": obs.verdict.as_str(),
-        "reasons": obs.reasons.iter().map(|r| r.code).collect::<Vec<_>>(),
+        "reasons": obs.reasons.iter().map(|r| r.code.as_str()).collect::<Vec<_>>(),
     });
 
     let fields = json!({

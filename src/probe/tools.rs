@@ -4,10 +4,12 @@
 
 use serde_json::Value;
 
+use super::outcome::ReasonCode;
 use super::outcome::ToolsSeen;
 use super::{Run, Step};
 use crate::rpc::Reply;
 use crate::session::{ListSpec, ListStop, MAX_PAGES};
+use crate::surface::ItemKind;
 use crate::text::truncate;
 
 /// Names beyond this many (or this many bytes in all) are not recorded: a block stays bounded.
@@ -34,7 +36,9 @@ impl Run<'_> {
         let Some(rpc) = self.rpc.as_mut() else {
             return Ok(());
         };
+        let mut surface = crate::surface::Surface::new(self.instructions.as_ref());
         let listing = crate::session::walk(rpc, &self.envelope, timeout, spec, &mut |index, tool| {
+            surface.add(ItemKind::Tool, tool);
             let name = tool.get("name").and_then(Value::as_str);
             match name {
                 Some(n) if seen.names_complete => {
@@ -57,6 +61,9 @@ impl Run<'_> {
                 });
             }
         });
+        if listing.stop.is_none() {
+            self.obs.surface = Some(surface);
+        }
         seen.count = listing.items_seen;
         seen.pages = listing.requests;
         self.obs.timings.tools_list = Some(listing.elapsed_ms);
@@ -67,40 +74,40 @@ impl Run<'_> {
             return Err(match stop {
                 ListStop::Reply(Err(why)) => self.no_reply("tools/list", why),
                 ListStop::Reply(Ok(Reply::Error { code, message, .. })) => self.fail(
-                    "tools_list_error",
+                    ReasonCode::ToolsListError,
                     format!("tools/list got error {code}: {message}"),
                 ),
                 ListStop::Reply(Ok(_)) => self.fail(
-                    "tools_list_malformed",
+                    ReasonCode::ToolsListMalformed,
                     "the tools/list reply has neither a result nor a valid error",
                 ),
                 ListStop::NoArray => self.fail(
-                    "tools_list_malformed",
+                    ReasonCode::ToolsListMalformed,
                     "the tools/list result has no `tools` array",
                 ),
                 ListStop::ResultType(rt) => self.fail(
-                    "tools_list_malformed",
+                    ReasonCode::ToolsListMalformed,
                     format!("tools/list returned resultType `{rt}`"),
                 ),
                 ListStop::RepeatedCursor(c) => self.fail(
-                    "cursor_repeated",
+                    ReasonCode::CursorRepeated,
                     format!(
                         "tools/list repeated the cursor `{c}` on page {}: a client would loop forever",
                         listing.pages
                     ),
                 ),
                 ListStop::TooManyPages => self.fail(
-                    "too_many_pages",
+                    ReasonCode::TooManyPages,
                     format!("tools/list still had a nextCursor after {MAX_PAGES} pages"),
                 ),
                 ListStop::BadCursor => self.fail(
-                    "tools_list_malformed",
+                    ReasonCode::ToolsListMalformed,
                     "nextCursor is neither a string nor absent",
                 ),
             });
         }
         if listing.items_seen == 0 {
-            return Err(self.fail("no_tools", "tools/list returned an empty list"));
+            return Err(self.fail(ReasonCode::NoTools, "tools/list returned an empty list"));
         }
         if problems.count > 0 {
             let kept = problems.kept.len() as u64;
@@ -109,7 +116,10 @@ impl Run<'_> {
             } else {
                 String::new()
             };
-            return Err(self.fail("invalid_tool", format!("{}{more}", problems.kept.join("; "))));
+            return Err(self.fail(
+                ReasonCode::InvalidTool,
+                format!("{}{more}", problems.kept.join("; ")),
+            ));
         }
         Ok(())
     }

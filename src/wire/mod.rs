@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use framing::Frame;
-pub use stdio::{ExitInfo, Grace, StderrLog, Teardown};
+pub use stdio::{EndedBy, ExitInfo, Grace, StderrLog, Teardown};
 
 /// How a server is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -102,12 +102,44 @@ impl StderrLog {
     }
 }
 
+/// What ended a server process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndedBy {
+    /// It had already exited when teardown began.
+    ExitedBefore,
+    /// It exited after its stdin was closed: the polite MCP shutdown.
+    StdinEof,
+    /// It needed SIGTERM.
+    Sigterm,
+    /// It ignored SIGTERM and needed SIGKILL.
+    Sigkill,
+    /// Still not reaped after SIGKILL and a wait.
+    Unkillable,
+}
+
+impl EndedBy {
+    /// The word the evidence records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndedBy::ExitedBefore => "exited_before",
+            EndedBy::StdinEof => "stdin_eof",
+            EndedBy::Sigterm => "sigterm",
+            EndedBy::Sigkill => "sigkill",
+            EndedBy::Unkillable => "unkillable",
+        }
+    }
+}
+
+impl std::fmt::Display for EndedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How the server was stopped, as the evidence records it.
 #[derive(Debug, Clone)]
 pub struct Teardown {
-    /// `exited_before` (it was gone before teardown began), `stdin_eof`, `sigterm`, `sigkill`,
-    /// or `unkillable` (still not reaped after SIGKILL and a wait).
-    pub ended_by: &'static str,
+    pub ended_by: EndedBy,
     pub after_ms: u64,
     pub exit: Option<ExitInfo>,
     /// Signals sent to the group after the direct child was gone, because other members
@@ -332,18 +364,22 @@ impl Server {
         let already = self.exit.is_some();
         self.close_stdin();
         let pgid = self.pid;
-        let mut ended_by = if already { "exited_before" } else { "stdin_eof" };
+        let mut ended_by = if already {
+            EndedBy::ExitedBefore
+        } else {
+            EndedBy::StdinEof
+        };
         if !already && !self.wait_exit(start + grace.eof) {
             let _ = sys::signal_group(pgid, sys::SIGTERM);
             // A stopped process handles SIGTERM only once continued.
             let _ = sys::signal_group(pgid, sys::SIGCONT);
-            ended_by = "sigterm";
+            ended_by = EndedBy::Sigterm;
             let term_start = Instant::now();
             if !self.wait_exit(term_start + grace.term) {
                 let _ = sys::signal_group(pgid, sys::SIGKILL);
-                ended_by = "sigkill";
+                ended_by = EndedBy::Sigkill;
                 if !self.wait_exit(Instant::now() + Duration::from_secs(5)) {
-                    ended_by = "unkillable";
+                    ended_by = EndedBy::Unkillable;
                 }
             }
         }
@@ -662,7 +698,7 @@ mod tests {
     fn a_server_that_exits_on_eof_is_torn_down_at_once() {
         let server = Server::spawn(&sh("cat >/dev/null")).unwrap();
         let t = server.teardown(Grace::default());
-        assert_eq!(t.ended_by, "stdin_eof");
+        assert_eq!(t.ended_by, EndedBy::StdinEof);
         assert_eq!(t.exit, Some(ExitInfo::Code(0)));
         assert!(t.after_ms < 1000, "{t:?}");
         assert!(t.survivors.is_empty());
@@ -676,7 +712,7 @@ mod tests {
             term: Duration::from_secs(2),
         };
         let t = server.teardown(grace);
-        assert_eq!(t.ended_by, "sigterm");
+        assert_eq!(t.ended_by, EndedBy::Sigterm);
         assert_eq!(t.exit, Some(ExitInfo::Signal(sys::SIGTERM)));
         assert!(t.survivors.is_empty(), "{t:?}");
     }
@@ -729,7 +765,7 @@ mod tests {
         assert_eq!(lines, vec![b"a".to_vec(), b"b".to_vec()]);
         assert_eq!(server.stdout_bytes(), 3);
         let t = server.teardown(Grace::default());
-        assert_eq!(t.ended_by, "exited_before");
+        assert_eq!(t.ended_by, EndedBy::ExitedBefore);
         assert_eq!(t.exit, Some(ExitInfo::Code(4)));
     }
 }

@@ -7,6 +7,10 @@
 //! 3. append to a 100,000-block file, against append to a 1-block file.
 //! 4. `check` (the whole suite) against one `probe`, of the instant fixture and of
 //!    server-everything.
+//! 5. what the security group adds to `check`: the suite with `--skip security` against the
+//!    whole suite, on the poisoned fixture and on 10,000 tools of about 2 KB each.
+//! 6. JSON Schema validation (`mcp_witness::jsonschema`) of tool arguments against a typical
+//!    MCP tool `inputSchema`, against parsing the same arguments from JSON text.
 //!
 //! `MCP_WITNESS_BENCH_BLOCKS` changes the 100,000; `MCP_WITNESS_BENCH_RUNS` the repetitions;
 //! `MCP_WITNESS_BENCH_KEEP=1` keeps the generated files for a closer look.
@@ -68,6 +72,8 @@ fn main() {
     let (big, key) = verify_vs_bare(&dir, blocks);
     append_cost(&dir, &big, &key, runs.max(20));
     check_vs_probe(&dir, env_usize("MCP_WITNESS_BENCH_CHECK_RUNS", 7));
+    security_cost(&dir, env_usize("MCP_WITNESS_BENCH_CHECK_RUNS", 7));
+    schema_validation();
     if std::env::var_os("MCP_WITNESS_BENCH_KEEP").is_some() {
         println!("   (kept {})", dir.display());
     } else {
@@ -332,6 +338,62 @@ fn check_vs_probe(dir: &Path, runs: usize) {
     }
 }
 
+/// 5. the security group's share of a check run: a second tools/list and the lint's scans.
+fn security_cost(dir: &Path, runs: usize) {
+    let key = dir.join("security.key");
+    let servers: [(&str, &[&str], usize); 2] = [
+        ("the poisoned fixture", &["poisoned"], runs),
+        (
+            "10,000 tools of ~2 KB",
+            &["invalid-tools-flood", "2000"],
+            runs.min(3),
+        ),
+    ];
+    for (label, behaviour, runs) in servers {
+        let time = |skip: bool| {
+            let start = Instant::now();
+            let status = Command::new(WITNESS)
+                .args([
+                    "check",
+                    "--no-record",
+                    "--deadline",
+                    "300",
+                    "--key",
+                    key.to_str().unwrap(),
+                ])
+                .args(if skip {
+                    &["--skip", "security"][..]
+                } else {
+                    &[][..]
+                })
+                .arg("--")
+                .arg(FIXTURE)
+                .args(behaviour)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(
+                status.code().is_some_and(|c| c <= 1),
+                "check of {label} could not run"
+            );
+            start.elapsed()
+        };
+        let (mut without, mut with) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            without.push(time(true));
+            with.push(time(false));
+        }
+        let (a, b) = (median(without), median(with));
+        println!(
+            "5. check of {label}: without the security group {:.0} ms | with it {:.0} ms | added {:.0} ms",
+            ms(a),
+            ms(b),
+            ms(b) - ms(a)
+        );
+    }
+}
+
 /// 3. append cost must not grow with the file.
 fn append_cost(dir: &Path, big: &Path, key: &SigningKey, runs: usize) {
     let body = sample_body(dir);
@@ -362,5 +424,63 @@ fn append_cost(dir: &Path, big: &Path, key: &SigningKey, runs: usize) {
         ms(s),
         ms(l),
         ms(l) / ms(s)
+    );
+}
+
+/// 6. What validating one tool call's arguments costs, beside parsing them.
+fn schema_validation() {
+    use mcp_witness::jsonschema::{Dialect, Registry, Validator};
+    // Shaped like the tools of server-filesystem and server-everything: nested objects, an
+    // enum, a pattern, a $ref to $defs, required members, additionalProperties false.
+    let schema: Value = serde_json::from_str(
+        r##"{"type":"object","properties":{
+            "path":{"type":"string","minLength":1,"pattern":"^[^\\u0000]+$"},
+            "edits":{"type":"array","items":{"$ref":"#/$defs/edit"},"maxItems":100},
+            "mode":{"enum":["text","json","binary"]},
+            "depth":{"type":"integer","minimum":0,"maximum":32},
+            "dryRun":{"type":"boolean","default":false}},
+          "required":["path","edits"],"additionalProperties":false,
+          "$defs":{"edit":{"type":"object","properties":{
+            "oldText":{"type":"string"},"newText":{"type":"string"}},
+            "required":["oldText","newText"],"additionalProperties":false}}}"##,
+    )
+    .unwrap();
+    let text = r#"{"path":"/srv/data/notes.txt","edits":[{"oldText":"a","newText":"b"},{"oldText":"hello world","newText":"bye"},{"oldText":"x","newText":"y"}],"mode":"text","depth":3,"dryRun":true}"#;
+    let args: Value = serde_json::from_str(text).unwrap();
+    let bad: Value = serde_json::from_str(
+        r#"{"path":"","edits":[{"oldText":"a"},{"oldText":1,"newText":"b","x":0}],"mode":"xml","depth":-1,"extra":true}"#,
+    )
+    .unwrap();
+    let registry = Registry::new();
+    let n = 20_000u32;
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / f64::from(n);
+    let start = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(Validator::new(&schema, Dialect::default(), &registry).unwrap());
+    }
+    let index = per(start.elapsed());
+    let v = Validator::new(&schema, Dialect::default(), &registry).unwrap();
+    let time = |f: &dyn Fn()| {
+        let start = Instant::now();
+        for _ in 0..n {
+            f();
+        }
+        per(start.elapsed())
+    };
+    assert!(v.validate(&args).is_valid() && !v.validate(&bad).is_valid());
+    let parse = time(&|| {
+        std::hint::black_box(serde_json::from_str::<Value>(std::hint::black_box(text)).unwrap());
+    });
+    let valid = time(&|| {
+        std::hint::black_box(v.validate(std::hint::black_box(&args)));
+    });
+    let invalid = time(&|| {
+        std::hint::black_box(v.validate(std::hint::black_box(&bad)));
+    });
+    let quick = time(&|| {
+        std::hint::black_box(v.is_valid(std::hint::black_box(&bad)));
+    });
+    println!(
+        "6. JSON Schema, typical tool inputSchema: parse the arguments {parse:.2} µs (baseline) | validate valid {valid:.2} µs | invalid with errors {invalid:.2} µs | yes/no of invalid {quick:.2} µs | index the schema {index:.2} µs"
     );
 }

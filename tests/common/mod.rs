@@ -66,15 +66,62 @@ impl Run {
     }
 }
 
+/// The longest any one command of a test may run: a hang is a failure with a dump, never a
+/// CI job that runs until it is killed.
+pub const COMMAND_BOUND: std::time::Duration = std::time::Duration::from_secs(240);
+
+/// Runs `cmd` to its end like `Command::output`, but at most `COMMAND_BOUND`: past it the
+/// command is killed and the test fails with the command, its folder and what it printed.
+pub fn bounded_output(cmd: &mut Command) -> Output {
+    use std::io::Read;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = pipe.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("piped")));
+    let err = drain(Box::new(child.stderr.take().expect("piped")));
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the command") {
+            break status;
+        }
+        if start.elapsed() > COMMAND_BOUND {
+            let _ = child.kill();
+            let _ = child.wait();
+            let stdout = String::from_utf8_lossy(&out.join().unwrap_or_default()).into_owned();
+            let stderr = String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned();
+            panic!(
+                "command ran past {COMMAND_BOUND:?} and was killed\ncommand: {cmd:?}\ncwd: {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+                cmd.get_current_dir()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
+}
+
 /// Runs `mcp-witness` with `args`, in `cwd`, with a private key in `dir`.
 pub fn witness(dir: &TempDir, args: &[&str]) -> Run {
-    let out = Command::new(WITNESS)
-        .args(args)
-        .current_dir(dir.path())
-        .env("MCP_WITNESS_KEY", dir.join("signing.key"))
-        .stdin(Stdio::null())
-        .output()
-        .expect("mcp-witness runs");
+    let out = bounded_output(
+        Command::new(WITNESS)
+            .args(args)
+            .current_dir(dir.path())
+            .env("MCP_WITNESS_KEY", dir.join("signing.key"))
+            .env("MCP_WITNESS_DIGEST_CACHE", dir.join("digests"))
+            .stdin(Stdio::null()),
+    );
     Run::from(out)
 }
 

@@ -3,6 +3,8 @@
 
 use super::Outcome;
 use crate::check::session::Ctx;
+use crate::wire::EndedBy;
+use crate::wire::framing::Noise;
 use crate::wire::stdio::ExitInfo;
 
 /// The likely cause of a stdout line that is not a JSON-RPC message.
@@ -74,8 +76,8 @@ pub fn framing(ctx: &mut Ctx<'_>) -> Outcome {
     let mut warns = Vec::new();
     for (text, kind) in &t.noise {
         match *kind {
-            "invalid_utf8" => fails.push("a line is not valid UTF-8".to_string()),
-            "bom" => warns.push("a line starts with a byte-order mark".to_string()),
+            Noise::InvalidUtf8 => fails.push("a line is not valid UTF-8".to_string()),
+            Noise::Bom => warns.push("a line starts with a byte-order mark".to_string()),
             _ if text.to_ascii_lowercase().starts_with("content-length:") => {
                 fails.push("Content-Length headers (LSP framing)".to_string())
             }
@@ -244,11 +246,11 @@ pub fn shutdown(ctx: &mut Ctx<'_>) -> Outcome {
         )
     };
     match td.ended_by {
-        "stdin_eof" if left.is_empty() => {
+        EndedBy::StdinEof if left.is_empty() => {
             Outcome::pass(format!("exited {} ms after stdin closed", td.after_ms))
         }
-        "stdin_eof" => Outcome::warn(format!("exited {} ms after stdin closed{left}", td.after_ms)),
-        "sigterm" => Outcome::warn(format!(
+        EndedBy::StdinEof => Outcome::warn(format!("exited {} ms after stdin closed{left}", td.after_ms)),
+        EndedBy::Sigterm => Outcome::warn(format!(
             "did not exit on stdin EOF within 2 s; SIGTERM ended it{left}"
         )),
         other => Outcome::fail(format!(

@@ -7,6 +7,7 @@ mod protocol;
 mod robustness;
 
 mod schema;
+mod security;
 mod transport;
 
 use super::model::{CheckResult, Severity, Status};
@@ -43,6 +44,8 @@ pub struct Needs {
     pub side_runs: &'static [&'static str],
     /// Only on this transport (skipped on others).
     pub transport: Option<crate::wire::Transport>,
+    /// Calls tools with valid arguments: runs only with `--call-tools` or `--safe-tool`.
+    pub calls: bool,
 }
 
 /// A list the session walks up front.
@@ -178,6 +181,7 @@ const fn check(
             lists: &[],
             side_runs: &[],
             transport: None,
+            calls: false,
         },
         input: Input::Valid,
         run,
@@ -250,7 +254,19 @@ const fn stdio_only(c: Check) -> Check {
     }
 }
 
+/// Reads the results of tools called with valid arguments (opt-in).
+const fn calls_tools(c: Check) -> Check {
+    Check {
+        needs: Needs {
+            calls: true,
+            ..c.needs
+        },
+        ..c
+    }
+}
+
 const TOOLS: &[List] = &[List::Tools];
+const EVERY_LIST: &[List] = &[List::Tools, List::Resources, List::Prompts];
 
 pub(crate) const SPEC_LIFECYCLE: &str =
     "https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle";
@@ -268,6 +284,12 @@ pub(crate) const SPEC_DISCOVER: &str =
     "https://modelcontextprotocol.io/specification/2026-07-28/server/discover";
 pub(crate) const SPEC_VERSIONING: &str =
     "https://modelcontextprotocol.io/specification/2026-07-28/basic/versioning";
+pub(crate) const SPEC_SECURITY: &str =
+    "https://modelcontextprotocol.io/specification/2025-11-25/basic/security_best_practices";
+/// Unicode Technical Report #36, Unicode Security Considerations (invisible and bidi text).
+const UNICODE_SECURITY: &str = "https://www.unicode.org/reports/tr36/";
+/// Unicode Technical Standard #39, Unicode Security Mechanisms (confusables, mixed script).
+const UNICODE_CONFUSABLES: &str = "https://www.unicode.org/reports/tr39/";
 
 /// All checks, in run order.
 pub const ALL: &[Check] = &[
@@ -596,23 +618,23 @@ pub const ALL: &[Check] = &[
     ),
     reads(
         TOOLS,
-        check(
+        calls_tools(check(
             "robustness.result_shape",
             "tool results have a content array and a boolean isError (opt-in calls)",
             SPEC_TOOLS,
             "Return `{content: [...], isError?: boolean}`; with an outputSchema also structuredContent that matches it.",
             robustness::result_shape,
-        ),
+        )),
     ),
     reads(
         TOOLS,
-        check(
+        calls_tools(check(
             "robustness.result_size",
             "tool results are not too large (warn 8,000 tokens, fail 25,000; opt-in calls)",
             SPEC_TOOLS,
             "Page or summarize large results: a huge result crowds out the model's context.",
             robustness::result_size,
-        ),
+        )),
     ),
     reads(
         TOOLS,
@@ -623,6 +645,110 @@ pub const ALL: &[Check] = &[
             "Treat each bad line as an error reply and keep reading; never exit or stop answering on bad input.",
             robustness::malformed_input,
         )),
+    ),
+    reads(
+        EVERY_LIST,
+        check(
+            "security.hidden_text.tags",
+            "no Unicode tag characters (U+E0000-U+E007F) in any server string",
+            UNICODE_SECURITY,
+            "Remove the tag characters: they are invisible to the user, yet a model reads them as the ASCII text they spell (shown decoded here).",
+            security::hidden_tags,
+        ),
+    ),
+    reads(
+        EVERY_LIST,
+        check(
+            "security.hidden_text.bidi",
+            "no bidi override or isolate characters in any server string",
+            UNICODE_SECURITY,
+            "Remove U+202A-U+202E and U+2066-U+2069: they make text display in another order than the model reads it.",
+            security::hidden_bidi,
+        ),
+    ),
+    reads(
+        EVERY_LIST,
+        check(
+            "security.hidden_text.control",
+            "no control characters or terminal escapes in any server string (tab and line ends allowed in text)",
+            UNICODE_SECURITY,
+            "Remove ESC, C0/C1 controls and DEL from names, titles, descriptions and serverInfo: they rewrite terminals and logs that show them.",
+            security::hidden_control,
+        ),
+    ),
+    reads(
+        EVERY_LIST,
+        check(
+            "security.hidden_text.invisible",
+            "no zero-width or other invisible characters (fail in a name, warn in text)",
+            UNICODE_SECURITY,
+            "Remove zero-width spaces, joiners, soft hyphens, bidi marks and byte-smuggling variation selectors: they hide text or make two names look alike.",
+            security::hidden_invisible,
+        ),
+    ),
+    reads(
+        EVERY_LIST,
+        check(
+            "security.confusable_name",
+            "tool and prompt names are not mixed-script or spelt with lookalike letters",
+            UNICODE_CONFUSABLES,
+            "Spell names in one script, ideally ASCII: a Cyrillic `а` in `reаd_file` makes a tool that looks like another.",
+            security::confusable_names,
+        ),
+    ),
+    reads(
+        EVERY_LIST,
+        check(
+            "security.confusable_text",
+            "no word in descriptions or instructions mixes Latin letters with Cyrillic or Greek lookalikes (heuristic)",
+            UNICODE_CONFUSABLES,
+            "Retype the word in one script: lookalike letters inside a Latin word disguise it from the reader and from filters.",
+            security::confusable_text,
+        ),
+    ),
+    reads(
+        EVERY_LIST,
+        check(
+            "security.hidden_instructions",
+            "descriptions and instructions hold no hidden-instruction pattern (heuristic: <IMPORTANT>, \"ignore previous instructions\", \"do not tell the user\", ~/.ssh, .env, passing file contents in a parameter)",
+            SPEC_SECURITY,
+            "Describe what the tool does for the user; never address the model with hidden orders, secrecy or requests for files and credentials. Skip with --skip security.hidden_instructions if a match is legitimate.",
+            security::hidden_instructions,
+        ),
+    ),
+    reads(
+        TOOLS,
+        check(
+            "security.annotations",
+            "annotations do not contradict each other (readOnlyHint with destructiveHint) or the tool's name",
+            SPEC_TOOLS,
+            "A read-only tool is not destructive: drop destructiveHint (it is ignored when readOnlyHint is true) or readOnlyHint, whichever is false.",
+            security::annotations_contradict,
+        ),
+    ),
+    check(
+        "security.error_secrets",
+        "error replies carry no secret (a token shape, a URL password, or a value given in a secret-named --env or flag)",
+        SPEC_SECURITY,
+        "Never put credentials in error messages or data: clients show them to the model and log them. Report that authentication failed, not the key.",
+        security::error_secrets,
+    ),
+    check(
+        "security.error_internals",
+        "error replies show no stack trace or absolute path (heuristic)",
+        SPEC_SECURITY,
+        "Reply with what was wrong with the request; log stack traces and server paths to stderr, not into the reply the model reads.",
+        security::error_internals,
+    ),
+    reads(
+        TOOLS,
+        check(
+            "security.tool_list_drift",
+            "tools/list answers the same twice in one run (no tool changes under the client)",
+            SPEC_TOOLS,
+            "Keep tool definitions stable for a session; when the list really changes, declare tools.listChanged and send notifications/tools/list_changed. A tool that changes after approval is a rug pull.",
+            security::tool_list_drift,
+        ),
     ),
     http_only(rejects(check(
         "transport.session.unknown",

@@ -8,7 +8,7 @@ mod markdown;
 mod sarif;
 
 pub use github::{annotations, job_summary};
-pub use human::human;
+pub use human::{human, human_tail, result_lines};
 pub use junit::junit;
 pub use markdown::markdown;
 pub use sarif::sarif;
@@ -22,6 +22,7 @@ pub const GROUPS: &[&str] = &[
     "pagination",
     "schema",
     "robustness",
+    "security",
     "transport",
     "hygiene",
 ];
