@@ -967,3 +967,96 @@ fn a_modern_tool_call_mirrors_its_method_and_name_in_headers_the_python_sdk_vali
         (Some("tools/call"), Some(200))
     );
 }
+
+/// Reads one request (head and body) from `s`.
+fn read_request(s: &mut TcpStream) -> (String, String) {
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut reader = BufReader::new(s.try_clone().unwrap());
+    let mut head = String::new();
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap_or(0);
+        }
+        head.push_str(&line);
+    }
+    let mut body = vec![0; length];
+    let _ = reader.read_exact(&mut body);
+    (head, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[test]
+fn a_server_request_inside_a_reply_stream_is_answered_by_a_post_of_its_own() {
+    use std::sync::mpsc;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (answered_tx, answered_rx) = mpsc::channel::<String>();
+    let answered_rx = std::sync::Arc::new(std::sync::Mutex::new(answered_rx));
+    let server = std::thread::spawn(move || {
+        let mut handlers = Vec::new();
+        // initialize, initialized, tools/list, the ping's answer, DELETE (none: no session).
+        for stream in listener.incoming().take(4) {
+            let Ok(mut s) = stream else { continue };
+            let answered_tx = answered_tx.clone();
+            let answered_rx = answered_rx.clone();
+            handlers.push(std::thread::spawn(move || {
+                let (_, body) = read_request(&mut s);
+                let msg: Value = serde_json::from_str(&body).unwrap_or_default();
+                let json = |v: Value| {
+                    let t = v.to_string();
+                    format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{t}", t.len())
+                };
+                match msg["method"].as_str() {
+                    Some("initialize") => {
+                        let r = serde_json::json!({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                            "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                            "serverInfo": {"name": "asker", "version": "1"}}});
+                        let _ = s.write_all(json(r).as_bytes());
+                    }
+                    Some("tools/list") => {
+                        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n");
+                        let _ = s.write_all(b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"ping\"}\n\n");
+                        let _ = s.flush();
+                        // The list comes once the ping was answered (or after 10 s, failing).
+                        let got = answered_rx.lock().unwrap().recv_timeout(Duration::from_secs(10));
+                        let tools = if got.is_ok() { r#"[{"name":"t","inputSchema":{"type":"object"}}]"# } else { "[]" };
+                        let event = format!(
+                            "event: message\ndata: {{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"tools\":{tools}}}}}\n\n",
+                            msg["id"]
+                        );
+                        let _ = s.write_all(event.as_bytes());
+                    }
+                    _ => {
+                        if msg["id"] == "s1" && msg.get("result").is_some() {
+                            let _ = answered_tx.send(body.clone());
+                        }
+                        let _ = s.write_all(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                    }
+                }
+            }));
+        }
+        for h in handlers {
+            let _ = h.join();
+        }
+    });
+    let bench = Bench::new("http-probe-server-request");
+    let ev = bench.evidence.to_str().unwrap().to_string();
+    let run = bench.run(&[
+        "probe",
+        "-e",
+        &ev,
+        "--url",
+        &format!("http://127.0.0.1:{port}/mcp"),
+    ]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let b = bench.last_block();
+    assert_eq!(tool_names(&b), ["t"]);
+    let requests = &b["messages"]["server_requests"];
+    assert_eq!(requests["requests"][0]["method"], "ping");
+    assert_eq!(requests["requests"][0]["answer"], "{}");
+    server.join().unwrap();
+}

@@ -24,6 +24,8 @@ use crate::mcp::meta;
 const REFUSAL_BODY: usize = 512;
 /// Request ids remembered per exchange (the facts record at most this many exchanges).
 const MAX_IDS: usize = 4096;
+/// How long connecting and writing one message may take at least.
+const MIN_SEND: Duration = Duration::from_millis(500);
 /// How long the DELETE at the end may take at least.
 const MIN_CLOSE: Duration = Duration::from_secs(1);
 
@@ -99,6 +101,9 @@ impl HttpEndpointWire {
     }
 
     fn post(&mut self, message: Vec<u8>, deadline: Instant) -> Sent {
+        // A caller that will not wait for room (an answer to a server request, sent with a
+        // deadline of now) still needs a connection made: that gets a short bound.
+        let deadline = deadline.max(Instant::now() + MIN_SEND);
         let peek: Option<Value> = serde_json::from_slice(&message).ok();
         let extra = peek.as_ref().map(modern_headers).unwrap_or_default();
         let id = peek
