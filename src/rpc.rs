@@ -44,9 +44,6 @@ pub struct Traffic {
     pub answers_not_sent: u64,
     pub max_line: usize,
     pub messages: u64,
-    /// Messages the transport refused or lost without their reply being awaited (HTTP: a
-    /// notification answered 4xx).
-    pub refused: u64,
 }
 
 /// A reply to one request.
@@ -301,11 +298,10 @@ impl Rpc {
                 WireEvent::Frame(Frame::Oversize(bytes)) => break Err(NoReply::Oversize { bytes }),
                 WireEvent::Refused(refusal) => {
                     // Refused without an id (a notification, a raw message): the awaited
-                    // reply may still come; count it and wait on.
+                    // reply may still come; the wire's facts keep the status.
                     if refusal.id.as_ref().is_some_and(|id| accept(Some(id))) {
                         break Err(NoReply::Refused(Box::new(refusal)));
                     }
-                    self.traffic.refused += 1;
                 }
                 WireEvent::Lost { id, why } => {
                     // Lost for the awaited request, or for no request in particular (a
@@ -313,7 +309,6 @@ impl Rpc {
                     if id.as_ref().map_or(pending, |id| accept(Some(id))) {
                         break Err(NoReply::Lost { why });
                     }
-                    self.traffic.refused += 1;
                 }
                 WireEvent::Frame(Frame::Line(line)) => {
                     if let Some(reply) = self.on_line(&line, accept, pending) {

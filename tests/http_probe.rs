@@ -1060,3 +1060,30 @@ fn a_server_request_inside_a_reply_stream_is_answered_by_a_post_of_its_own() {
     assert_eq!(requests["requests"][0]["answer"], "{}");
     server.join().unwrap();
 }
+
+#[test]
+fn a_server_that_never_answers_is_inconclusive_no_reply_and_its_reader_is_stopped() {
+    let bench = Bench::new("http-probe-silent");
+    // Holds the initialize POST open, answering nothing, until the probe has given up.
+    let (port, server) = serve_bodies(1, |_, _, _| {
+        std::thread::sleep(Duration::from_secs(3));
+        String::new()
+    });
+    let ev = bench.evidence.to_str().unwrap().to_string();
+    let run = bench.run(&[
+        "probe",
+        "-e",
+        &ev,
+        "--timeout",
+        "0.5",
+        "--url",
+        &format!("http://127.0.0.1:{port}/mcp"),
+    ]);
+    assert_eq!(run.code, 3, "{}{}", run.stdout, run.stderr);
+    let b = bench.last_block();
+    assert_eq!(reason_codes(&b), ["no_reply"]);
+    assert!(!b["reasons"][0]["message"].as_str().unwrap().contains("alive"));
+    assert_eq!(b["silence"]["step"], "initialize");
+    no_reader_left(&b);
+    server.join().unwrap();
+}

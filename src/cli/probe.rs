@@ -167,14 +167,22 @@ fn summary(obs: &Observation) -> String {
         println!("  reason {}: {}", r.code, inert(&r.message));
     }
     if let Some(s) = &obs.silence {
-        println!(
-            "  silence: waited {} ms at {}; stdout {} bytes, stderr {} bytes; server {}",
-            s.waited_ms,
-            s.step,
-            s.stdout_bytes,
-            s.stderr_bytes,
-            if s.alive { "alive" } else { "exited" }
-        );
+        if obs.target.url.is_some() {
+            // Over HTTP: reply bodies received; there is no process to be alive.
+            println!(
+                "  silence: waited {} ms at {}; {} bytes of replies received",
+                s.waited_ms, s.step, s.stdout_bytes
+            );
+        } else {
+            println!(
+                "  silence: waited {} ms at {}; stdout {} bytes, stderr {} bytes; server {}",
+                s.waited_ms,
+                s.step,
+                s.stdout_bytes,
+                s.stderr_bytes,
+                if s.alive { "alive" } else { "exited" }
+            );
+        }
     }
     if let Some(t) = &obs.tools {
         let names = t.names.iter().map(|n| inert(n)).collect::<Vec<_>>().join(", ");

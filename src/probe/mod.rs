@@ -233,10 +233,15 @@ impl Run<'_> {
                     )
                 } else {
                     self.obs.bound = Some(Bound::Timeout);
+                    let alive = if self.opts.server.url.is_some() {
+                        "" // an HTTP server has no process to watch
+                    } else {
+                        " while the server was alive"
+                    };
                     Reason::new(
                         ReasonCode::NoReply,
                         format!(
-                            "no reply to {step} within {waited_ms} ms while the server was alive{detail}; raise the wait with --timeout"
+                            "no reply to {step} within {waited_ms} ms{alive}{detail}; raise the wait with --timeout"
                         ),
                     )
                 };
