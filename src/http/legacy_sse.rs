@@ -164,7 +164,10 @@ impl LegacySse {
             .name("mcpw-http-sse".into())
             .spawn(move || reader.run(body))
             .map_err(|e| fail(SseOpenError::Http(HttpError::Io(e.kind())), &facts))?;
-        let stop = |socket: TcpStream, handle: JoinHandle<()>| {
+        // The receiver goes first: a reader blocked on a full channel (a stream of messages
+        // before any endpoint) then returns, and the join cannot hang.
+        let stop = |rx: Receiver<WireEvent>, socket: TcpStream, handle: JoinHandle<()>| {
+            drop(rx);
             let _ = socket.shutdown(Shutdown::Both);
             let _ = handle.join();
         };
@@ -172,12 +175,12 @@ impl LegacySse {
         let reference: String = match endpoint_rx.recv_timeout(wait) {
             Ok(r) => r,
             Err(_) => {
-                stop(socket, handle);
+                stop(rx, socket, handle);
                 return Err(fail(SseOpenError::NoEndpoint, &facts));
             }
         };
         let Some(post_to) = resolve(url, &reference) else {
-            stop(socket, handle);
+            stop(rx, socket, handle);
             return Err(fail(SseOpenError::BadEndpoint, &facts));
         };
         Ok(LegacySse {
