@@ -24,6 +24,11 @@ pub fn decode_exact<const N: usize>(text: &str) -> Option<[u8; N]> {
     Some(out)
 }
 
+/// Whether every character is a lower-case hex digit (an empty text is).
+pub fn is_lower_hex(text: &str) -> bool {
+    text.bytes().all(|c| nibble(c).is_some())
+}
+
 fn nibble(c: u8) -> Option<u8> {
     match c {
         b'0'..=b'9' => Some(c - b'0'),

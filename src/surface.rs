@@ -22,6 +22,8 @@ use crate::text::truncate;
 pub const MAX_ITEMS: usize = 10_000;
 /// Characters of `instructions` kept as text (redacted, cut on a character boundary).
 pub const INSTRUCTIONS_TEXT: usize = 2048;
+/// Bytes of an item's description kept as text.
+pub const DESCRIPTION_TEXT: usize = 256;
 /// Bytes of an item's name kept.
 const NAME_BYTES: usize = 256;
 
@@ -55,7 +57,7 @@ impl ItemKind {
                 ("annotations", "annotations"),
             ],
             ItemKind::Resource | ItemKind::ResourceTemplate => &[
-                ("name", "name"),
+                ("name", "display_name"),
                 ("title", "title"),
                 ("description", "description"),
                 ("mimeType", "mime_type"),
@@ -90,6 +92,8 @@ pub struct ItemDigest {
     pub sha256: String,
     /// Per part (the block key of `ItemKind::parts`): its SHA-256, or `None` when absent.
     pub parts: Vec<(&'static str, Option<String>)>,
+    /// The start of its description (`DESCRIPTION_TEXT` bytes), for diff's before and after.
+    pub description_text: Option<String>,
 }
 
 impl ItemDigest {
@@ -109,6 +113,10 @@ impl ItemDigest {
             name,
             sha256: sha256_json(item),
             parts,
+            description_text: item
+                .get("description")
+                .and_then(Value::as_str)
+                .map(|d| truncate(d, DESCRIPTION_TEXT)),
         }
     }
 
@@ -127,6 +135,10 @@ impl ItemDigest {
         for (key, digest) in &self.parts {
             m.insert((*key).into(), digest.clone().map_or(Value::Null, Value::from));
         }
+        m.insert(
+            "description_text".into(),
+            self.description_text.clone().map_or(Value::Null, Value::from),
+        );
         Value::Object(m)
     }
 }

@@ -343,7 +343,7 @@ fn the_log_path_comes_from_the_environment_when_no_flag_is_given() {
         r#"{"id":1,"jsonrpc":"2.0","result":{}}"#
     );
     assert_eq!(log_lines(&log).len(), 2);
-    assert!(!dir.join("mcp-witness-serve.jsonl").exists());
+    assert!(!dir.join("mcp-witness-serve.log.jsonl").exists());
 }
 
 /// The modern request envelope (2026-07-28).

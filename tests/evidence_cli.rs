@@ -83,8 +83,8 @@ fn an_untouched_file_verifies_and_pins_to_its_key() {
 fn a_flipped_byte_is_caught_at_its_line() {
     let b = four_blocks("flip");
     let mut all = lines(&b);
-    // Flip one hex digit inside the program digest of block 3.
-    let digest = serde_json::from_str::<Value>(&all[2]).unwrap()["target"]["program_sha256"]
+    // Flip one hex digit inside the hash of block 3.
+    let digest = serde_json::from_str::<Value>(&all[2]).unwrap()["hash"]
         .as_str()
         .unwrap()
         .to_string();
@@ -147,6 +147,14 @@ fn an_edited_field_is_caught_even_when_the_line_stays_canonical() {
     v["reasons"] = serde_json::json!([]);
     all[3] = serde_json::to_string(&v).unwrap();
     write_lines(&b, &all);
+    // The verdict is part of the observation: its digest no longer matches.
+    assert_broken_at(&verify(&b, &[]), 4, "digest_mismatch");
+    // Both digests recomputed: the hash no longer matches.
+    let mut body = v.as_object().unwrap().clone();
+    mcp_witness::evidence::kind::BlockKind::Probe.refresh_digests(&mut body);
+    let mut all = lines(&b);
+    all[3] = serde_json::to_string(&body).unwrap();
+    write_lines(&b, &all);
     assert_broken_at(&verify(&b, &[]), 4, "hash_mismatch");
 
     let mut all = lines(&b);
@@ -168,6 +176,7 @@ fn a_file_re_signed_with_another_key_fails_against_the_trusted_key() {
         let v: Value = serde_json::from_str(&line).unwrap();
         let mut body = v.as_object().unwrap().clone();
         body.insert("verdict".into(), "pass".into());
+        mcp_witness::evidence::kind::BlockKind::Probe.refresh_digests(&mut body);
         let link = Link {
             seq: v["seq"].as_u64().unwrap(),
             prev: prev.clone(),
@@ -481,4 +490,308 @@ fn time_going_backwards_is_a_warning_not_a_failure() {
         "{}",
         run.stderr
     );
+}
+
+/// Seals `bodies` (digests refreshed for their kind) as a fresh chained file at `path`.
+fn seal_file(path: &std::path::Path, bodies: Vec<serde_json::Map<String, Value>>) {
+    use mcp_witness::evidence::block::{GENESIS_PREV, Link, seal};
+    use mcp_witness::evidence::kind::BlockKind;
+    let key = ed25519_dalek::SigningKey::from_bytes(&[11u8; 32]);
+    let mut prev = GENESIS_PREV.to_string();
+    let mut text = Vec::new();
+    for (i, mut body) in bodies.into_iter().enumerate() {
+        if let Some(kind) = body["kind"].as_str().and_then(BlockKind::from_name) {
+            kind.refresh_digests(&mut body);
+        }
+        let link = Link {
+            seq: i as u64 + 1,
+            prev: prev.clone(),
+            file_id: "0123456789abcdef0123456789abcdef".into(),
+        };
+        let sealed = seal(body, &link, &key);
+        prev = sealed.hash;
+        text.extend_from_slice(&sealed.line);
+    }
+    fs::write(path, text).unwrap();
+}
+
+/// A `client` block body: `name` judged `verdict` on its tools domain, at second `at`.
+fn client_body(name: &str, verdict: &str, at: u32) -> serde_json::Map<String, Value> {
+    use mcp_witness::evidence::kind::BlockKind;
+    let client = serde_json::json!({"name": name, "version": "1.0"});
+    let fields = serde_json::json!({
+        "target": {"client": client},
+        "client": client,
+        "log": {"path": "/tmp/serve.log.jsonl", "sha256": "00".repeat(32), "bytes": 10, "entries": 2},
+        "domains": [{"domain": "tools", "verdict": verdict, "question": null, "why": null,
+                     "meaning": "m", "answers": []}],
+        "verdict": verdict,
+    });
+    let stamp = mcp_witness::clock::Stamp {
+        rfc3339: format!("2026-12-02T10:00:{at:02}.000+00:00"),
+        tz: None,
+    };
+    mcp_witness::evidence::block::body(BlockKind::Client, &stamp, "test", fields)
+}
+
+#[test]
+fn diff_of_a_target_s_first_block_is_a_baseline_and_exits_0() {
+    let b = Bench::new("diff-baseline");
+    b.probe_fixture(&[], &["correct"]);
+    let ev = b.evidence.to_str().unwrap();
+    let run = b.run(&["diff", ev]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains(": baseline"), "{}", run.stdout);
+    let run = b.run(&["diff", "--json", ev]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["baseline"], true);
+    assert_eq!(v["changed"], false);
+    assert_eq!(v["from_seq"], Value::Null);
+    assert_eq!(v["to_seq"], 1);
+    // The README's gate recipe: probe, then diff, passes on the first run.
+    let empty = b.dir.join("empty.jsonl");
+    fs::write(&empty, "").unwrap();
+    let run = b.run(&["diff", empty.to_str().unwrap()]);
+    assert_eq!(run.code, 2, "no blocks: could not run: {}", run.stderr);
+}
+
+#[test]
+fn diff_json_gives_each_change_as_fields() {
+    let b = Bench::new("diff-json");
+    b.probe_fixture(&[], &["correct"]);
+    b.probe_fixture(&[], &["correct"]);
+    let ev = b.evidence.to_str().unwrap();
+    let run = b.run(&["diff", "--json", ev]);
+    assert_eq!(run.code, 0, "unchanged: {}{}", run.stdout, run.stderr);
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        (v["changed"].clone(), v["baseline"].clone()),
+        (false.into(), false.into())
+    );
+    assert_eq!(v["changes"], serde_json::json!([]));
+
+    // One target (a script that reads its behaviour from a file), two behaviours.
+    let script = b.dir.join("server.sh");
+    let mode = b.dir.join("mode");
+    fs::write(
+        &script,
+        format!("#!/bin/sh\nexec {FIXTURE} \"$(cat {})\"\n", mode.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    let ev2 = b.dir.join("two.jsonl");
+    let ev2 = ev2.to_str().unwrap();
+    for behaviour in ["correct", "paginated"] {
+        fs::write(&mode, behaviour).unwrap();
+        let run = b.run(&["probe", "-e", ev2, "--", script.to_str().unwrap()]);
+        assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    }
+    let run = b.run(&["diff", "--json", ev2]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["changed"], true);
+    let added = v["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["change"] == "added")
+        .expect("an `added` change");
+    assert_eq!(added["list"], "tools");
+    assert_eq!(
+        added["items"],
+        serde_json::json!(["reverse", "uppercase", "lowercase", "length"])
+    );
+}
+
+#[test]
+fn diff_target_takes_the_short_id_diff_prints_and_refuses_an_ambiguous_or_short_one() {
+    let b = Bench::new("diff-prefix");
+    b.probe_fixture(&[], &["correct"]);
+    b.probe_fixture(&[], &["paginated"]);
+    let ev = b.evidence.to_str().unwrap();
+    let first = b.blocks()[0]["target"]["id"].as_str().unwrap().to_string();
+    // diff prints 12 digits; those, 8, and all 64 name the first target.
+    for given in [
+        &first[..12],
+        &first[..8],
+        first.as_str(),
+        &first[..8].to_uppercase(),
+    ] {
+        let run = b.run(&["diff", "--target", given, ev]);
+        assert_eq!(run.code, 0, "{given}: {}{}", run.stdout, run.stderr);
+        assert!(run.stdout.contains(&first[..12]), "{}", run.stdout);
+    }
+    for given in [&first[..7], "nothex12", "ffffffffffff"] {
+        let run = b.run(&["diff", "--target", given, ev]);
+        assert_eq!(run.code, 2, "{given}: {}{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains("--target"), "{}", run.stderr);
+    }
+
+    // Two targets whose ids share their first 8 hex digits (found by search): ambiguous.
+    use mcp_witness::evidence::kind::BlockKind;
+    let mut seen: std::collections::HashMap<String, String> = Default::default();
+    let (a, z) = (0u64..)
+        .find_map(|i| {
+            let target = serde_json::json!({"command": [format!("s{i}")], "cwd": "/", "env": [],
+                                            "era": "legacy", "protocol_version": null});
+            let id = BlockKind::Probe.target_id(&target);
+            let cmd = format!("s{i}");
+            seen.insert(id[..8].to_string(), cmd.clone())
+                .map(|other| (other, cmd))
+        })
+        .unwrap();
+    let mut bodies = Vec::new();
+    for (n, cmd) in [a, z].iter().enumerate() {
+        let mut body = serde_json::from_str::<Value>(&lines(&b)[0])
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .clone();
+        for (k, v) in [
+            ("command", serde_json::json!([cmd])),
+            ("cwd", "/".into()),
+            ("env", serde_json::json!([])),
+            ("era", "legacy".into()),
+            ("protocol_version", Value::Null),
+        ] {
+            body["target"][k] = v;
+        }
+        body.insert(
+            "observed_at".into(),
+            format!("2026-12-02T10:00:0{n}.000+00:00").into(),
+        );
+        bodies.push(body);
+    }
+    let twin = b.dir.join("twin.jsonl");
+    seal_file(&twin, bodies);
+    let shared = serde_json::from_str::<Value>(fs::read_to_string(&twin).unwrap().lines().next().unwrap())
+        .unwrap()["target"]["id"]
+        .as_str()
+        .unwrap()[..8]
+        .to_string();
+    let run = b.run(&["diff", "--target", &shared, twin.to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("matches 2 targets"), "{}", run.stderr);
+}
+
+#[test]
+fn diff_compares_client_blocks_and_refuses_an_unknown_kind() {
+    let b = Bench::new("diff-client");
+    let path = b.dir.join("clients.jsonl");
+    let p = path.to_str().unwrap();
+    seal_file(
+        &path,
+        vec![client_body("c", "compliant", 1), client_body("c", "compliant", 2)],
+    );
+    let run = b.run(&["diff", p]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.starts_with("client block seq 1 -> seq 2"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("unchanged"), "{}", run.stdout);
+
+    seal_file(
+        &path,
+        vec![
+            client_body("c", "compliant", 1),
+            client_body("c", "not compliant", 2),
+        ],
+    );
+    let run = b.run(&["diff", p]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("verdict: \"compliant\" -> \"not compliant\""),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("tools: compliant -> not compliant"),
+        "{}",
+        run.stdout
+    );
+    let run = b.run(&["diff", "--json", p]);
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(
+        v["changes"].as_array().unwrap().contains(&serde_json::json!(
+            {"change": "item", "list": "domains", "id": "tools", "from": "compliant", "to": "not compliant"}
+        )),
+        "{v}"
+    );
+
+    // A validly signed block of a kind this version does not know is an error, not a check.
+    let mut other = client_body("c", "compliant", 3);
+    other.insert("kind".into(), "audit".into());
+    seal_file(&path, vec![client_body("c", "compliant", 1), other]);
+    let run = b.run(&["diff", p]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("is not a kind this version knows"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn verify_head_takes_a_unique_prefix_of_at_least_eight_hex_digits() {
+    let b = four_blocks("head-prefix");
+    let head = b.blocks()[2]["hash"].as_str().unwrap().to_string();
+    let run = verify(&b, &["--head", &head[..8]]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let run = verify(&b, &["--head", &head[..7]]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("at least 8"), "{}", run.stderr);
+    let mut all = lines(&b);
+    all.truncate(2);
+    write_lines(&b, &all);
+    let run = verify(&b, &["--head", &head[..12]]);
+    assert_broken_at(&run, 3, "head_missing");
+}
+
+#[test]
+fn a_serve_log_gets_its_own_suffix_and_verify_says_what_it_is() {
+    use std::process::{Command, Stdio};
+    let b = Bench::new("serve-log");
+    let mut child = Command::new(WITNESS)
+        .arg("serve")
+        .current_dir(b.dir.path())
+        .env_remove("MCP_WITNESS_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":1,"method":"ping"}}"#).unwrap();
+    drop(stdin);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let log = b.dir.join("mcp-witness-serve.log.jsonl");
+    assert!(log.exists(), "the default serve log is *.log.jsonl");
+    let run = b.run(&["verify", log.to_str().unwrap()]);
+    assert_broken_at(&run, 1, "serve_log_line");
+    assert!(run.stdout.contains("`mcp-witness serve` log"), "{}", run.stdout);
+    assert!(run.stdout.contains("mcp-witness analyze"), "{}", run.stdout);
+}
+
+#[test]
+fn a_small_order_key_is_refused_in_trust_values_trust_files_and_blocks() {
+    // The identity point: an ordinary Ed25519 library accepts forged signatures under it.
+    let weak = format!("ed25519:01{}", "00".repeat(31));
+    let b = four_blocks("weak-key");
+    let run = verify(&b, &["--trust", &weak]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("small-order (weak)"), "{}", run.stderr);
+    let trust = b.dir.join("trust.txt");
+    fs::write(&trust, format!("# pinned\n{}\n\n{weak}\n", b.public_key())).unwrap();
+    let run = verify(&b, &["--trust", trust.to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("small-order (weak)"), "{}", run.stderr);
+
+    let mut all = lines(&b);
+    let key = b.public_key();
+    all[1] = all[1].replace(&key, &weak);
+    write_lines(&b, &all);
+    assert_broken_at(&verify(&b, &[]), 2, "weak_key");
 }

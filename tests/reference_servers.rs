@@ -266,3 +266,25 @@ fn check_finds_only_accepted_findings_on_mcp_server_time_in_both_eras() {
         "mcp-time",
     );
 }
+
+#[test]
+fn server_everything_probed_twice_has_the_same_surface_and_diff_says_unchanged() {
+    let dir = reference_dir();
+    let b = Bench::new("everything-twice");
+    let argv = everything(&dir);
+    let first = probe(&b, &[], &argv);
+    let second = probe(&b, &[], &argv);
+    assert!(
+        first["surface"]["tools"]["count"].as_u64().unwrap() > 5,
+        "{}",
+        first["surface"]
+    );
+    assert_eq!(first["surface"]["sha256"], second["surface"]["sha256"]);
+    assert_eq!(first["observation_sha256"], second["observation_sha256"]);
+    let diff = b.run(&["diff", b.evidence.to_str().unwrap()]);
+    assert_eq!(diff.code, 0, "{}{}", diff.stdout, diff.stderr);
+    // And the pin holds: --expect against its own evidence passes.
+    let pinned = probe(&b, &["--expect", b.evidence.to_str().unwrap()], &argv);
+    assert_eq!(pinned["verdict"], "pass");
+    assert_eq!(pinned["expected"]["changes"], serde_json::json!([]));
+}

@@ -2,14 +2,19 @@
 """Re-verify an mcp-witness evidence file without mcp-witness.
 
     reverify.py [--trust KEY|FILE]... [--schema PATH] EVIDENCE.jsonl
+    reverify.py --each [--schema PATH] LINES.jsonl
 
-Checks every line: it is its own canonical JSON form, holds only safe integers, matches
-schemas/evidence-block.schema.json, continues the chain (seq, prev, file_id), carries
-hash = SHA-256(canonical block without hash and sig) and an Ed25519 sig over those 32
-bytes by its `key` (with --trust: only by a trusted key). For probe blocks it also
-recomputes target.id and observation_sha256 and checks that every escapee that
-survived the teardown is among its survivors. Exit 0 when intact; 1 with
-"line N: what" for the first broken line; 2 on bad usage or an unreadable file.
+Checks every line: it is its own canonical JSON form (RFC 8785: keys sorted by UTF-16
+code units), holds only safe integers, matches schemas/evidence-block.schema.json, has the
+derived digests and cross-field rules of its kind (target.id and observation_sha256
+recomputed; a check block's counts; a client block's target.client; a probe block's
+escapees that survived are among its survivors), carries hash = SHA-256(canonical block
+without hash and sig) and an Ed25519 sig over those 32 bytes by its `key`, and continues
+the chain (seq, prev, file_id; with --trust: signed by a trusted key; no earlier block with
+its target.id and observed_at), in that order, as mcp-witness verify orders them.
+Exit 0 when intact; 1 with "line N: what" for the first broken line; 2 on bad usage or an
+unreadable file. With --each, every line is checked on its own (no chain) and one
+"line N: ok" or "line N: what" is printed per line; exit 0.
 Needs PyNaCl and jsonschema (tests/setup/install-verifier-tools makes a venv with them).
 """
 
@@ -29,9 +34,19 @@ GENESIS = "0" * 64
 SAFE = 2**53 - 1
 
 
+def jcs(value):
+    """RFC 8785 text for values a block may hold (strings, integers, true, false, null)."""
+    if isinstance(value, dict):
+        keys = sorted(value, key=lambda k: k.encode("utf-16-be"))
+        return "{" + ",".join(jcs(k) + ":" + jcs(value[k]) for k in keys) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(jcs(v) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
 def canonical(value):
-    """The bytes hashes cover: sorted keys, no whitespace, UTF-8 (as serde_json writes)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    """The bytes hashes cover: JCS (keys by UTF-16 code units, no whitespace, UTF-8)."""
+    return jcs(value).encode("utf-8")
 
 
 def sha256_hex(value):
@@ -50,17 +65,37 @@ def unsafe_number(value, path="$"):
     return None
 
 
-def probe_derived(b):
-    """What is wrong with a probe block's derived digests or teardown, else None."""
+def derived(b):
+    """What is wrong with a block's derived digests or cross-field rules, else None."""
     t = b["target"]
-    if "url" in t:
+    if b["kind"] == "client":
+        identity = {"client": t["client"]}
+        observation = {"client": b["client"], "domains": b["domains"], "verdict": b["verdict"]}
+    elif "url" in t:
         identity = {k: t[k] for k in ("url", "headers", "era", "protocol_version")}
-        if sha256_hex(identity) != t["id"]:
-            return "target.id is not the SHA-256 of its url, headers, era and protocol_version"
     else:
         identity = {k: t[k] for k in ("command", "cwd", "env", "era", "protocol_version")}
-        if sha256_hex(identity) != t["id"]:
-            return "target.id is not the SHA-256 of its command, cwd, env, era and protocol_version"
+    if sha256_hex(identity) != t["id"]:
+        return "target.id does not match what it digests"
+    if b["kind"] == "check":
+        observation = {
+            "program_sha256": t.get("program_sha256"), "era": b["era"],
+            "protocol_version": b["protocol_version"], "server": b["server"],
+            "results": [[r["id"], r["status"]] for r in b["results"]],
+            "could_not_run": b["could_not_run"] is not None,
+        }
+        if b.get("surface") is not None:
+            observation["surface"] = b["surface"]["sha256"]
+    if b["kind"] != "probe":
+        if sha256_hex(observation) != b["observation_sha256"]:
+            return "observation_sha256 does not match what it digests"
+        if b["kind"] == "check":
+            for status in ("pass", "warn", "fail", "skip"):
+                if b["counts"][status] != sum(r["status"] == status for r in b["results"]):
+                    return f"counts.{status} does not count the results with status {status}"
+        elif t["client"] != b["client"]:
+            return "target.client differs from client"
+        return None
     tools, call = b["tools"], b["call"]
     observation = {
         "program_sha256": t.get("program_sha256"), "era": b["era"],
@@ -70,8 +105,10 @@ def probe_derived(b):
         "call": call and {k: call[k] for k in ("tool", "outcome", "result_sha256")},
         "verdict": b["verdict"], "reasons": [r["code"] for r in b["reasons"]],
     }
+    if b.get("surface") is not None:
+        observation["surface"] = b["surface"]["sha256"]
     if sha256_hex(observation) != b["observation_sha256"]:
-        return "observation_sha256 does not match the block's observation"
+        return "observation_sha256 does not match what it digests"
     td = b["teardown"] or {}
     for e in td.get("escapees", []):
         if e["ended"] == "survived" and e["pid"] not in td["survivors"]:
@@ -79,8 +116,8 @@ def probe_derived(b):
     return None
 
 
-def check_line(raw, validator, trusted):
-    """(block, None) when the line is a good block on its own, else (None, what)."""
+def check_line(raw, validator):
+    """(block, None) when the line is a good block on its own (trust aside), else (None, what)."""
     try:
         b = json.loads(raw.decode("utf-8"))
     except ValueError as e:  # UnicodeDecodeError is a ValueError too
@@ -96,6 +133,8 @@ def check_line(raw, validator, trusted):
         return None, f"number at {path} is not a safe integer"
     if error := jsonschema.exceptions.best_match(validator.iter_errors(b)):
         return None, f"schema: {error.json_path}: {error.message}"
+    if problem := derived(b):
+        return None, problem
     digest = hashlib.sha256(canonical({k: v for k, v in b.items() if k not in ("hash", "sig")})).digest()
     if digest.hex() != b["hash"]:
         return None, "hash does not match the block's content"
@@ -103,10 +142,6 @@ def check_line(raw, validator, trusted):
         VerifyKey(bytes.fromhex(b["key"].removeprefix("ed25519:"))).verify(digest, bytes.fromhex(b["sig"]))
     except (BadSignatureError, ValueError):
         return None, "signature does not verify against the block's key"
-    if trusted and b["key"] not in trusted:
-        return None, f"signed by {b['key']}, which is not a trusted key"
-    if b["kind"] == "probe" and (problem := probe_derived(b)):
-        return None, problem
     return b, None
 
 
@@ -117,13 +152,15 @@ def verify(data, validator, trusted):
         return None, f"line {len(lines)}: torn last line of {len(lines[-1])} bytes (no newline)"
     prev, file_id, moments = GENESIS, None, set()
     for n, raw in enumerate(lines[:-1], start=1):
-        b, what = check_line(raw, validator, trusted)
+        b, what = check_line(raw, validator)
         if what is None and b["seq"] != n:
             what = f"seq is {b['seq']} where {n} was expected"
         elif what is None and b["prev"] != prev:
             what = "prev is not the previous block's hash"
         elif what is None and file_id not in (None, b["file_id"]):
             what = f"file_id {b['file_id']} differs from the file's {file_id}"
+        elif what is None and trusted and b["key"] not in trusted:
+            what = f"signed by {b['key']}, which is not a trusted key"
         elif what is None and (b["target"]["id"], b["observed_at"]) in moments:
             what = "a block with the same target and observed_at is already in the file"
         if what is not None:
@@ -149,6 +186,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trust", action="append", default=[], metavar="KEY|FILE")
     ap.add_argument("--schema", type=Path, default=SCHEMA)
+    ap.add_argument("--each", action="store_true", help="check every line on its own, no chain")
     ap.add_argument("evidence", type=Path)
     args = ap.parse_args()
     try:
@@ -158,7 +196,13 @@ def main():
     except (OSError, ValueError) as e:
         ap.exit(2, f"reverify: {e}\n")
     jsonschema.Draft202012Validator.check_schema(schema)
-    blocks, broken = verify(data, jsonschema.Draft202012Validator(schema), trusted)
+    validator = jsonschema.Draft202012Validator(schema)
+    if args.each:
+        for n, raw in enumerate(data.split(b"\n")[:-1], start=1):
+            _, what = check_line(raw, validator)
+            print(f"line {n}: {what or 'ok'}")
+        return 0
+    blocks, broken = verify(data, validator, trusted)
     if broken:
         print(broken)
         return 1

@@ -1,12 +1,9 @@
 //! Turning a check report into the body of a `check` evidence block.
 
-use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
-
 use super::model::CheckReport;
-use crate::evidence::canonical;
-use crate::hex;
+use crate::evidence::kind::BlockKind;
 use crate::probe::record::target_json;
+use serde_json::{Map, Value, json};
 
 /// The block body of a check run.
 pub fn block_body(r: &CheckReport) -> Map<String, Value> {
@@ -21,14 +18,6 @@ pub fn block_body(r: &CheckReport) -> Map<String, Value> {
         .iter()
         .map(|x| json!({"id": x.id, "status": x.status.as_str(), "message": x.message}))
         .collect();
-    let observation = json!({
-        "program_sha256": t.program_sha256,
-        "era": r.era.as_str(),
-        "protocol_version": r.protocol_version,
-        "server": server,
-        "results": r.results.iter().map(|x| json!([x.id, x.status.as_str()])).collect::<Vec<_>>(),
-        "could_not_run": r.could_not_run.is_some(),
-    });
     let fields = json!({
         "target": target_json(t),
         "era": r.era.as_str(),
@@ -38,12 +27,12 @@ pub fn block_body(r: &CheckReport) -> Map<String, Value> {
         "counts": {"pass": c.pass, "warn": c.warn, "fail": c.fail, "skip": c.skip},
         "could_not_run": r.could_not_run,
         "bound": r.bound.map(crate::probe::outcome::Bound::as_str),
+        "surface": r.surface.as_ref().map(crate::surface::Surface::to_json),
         "session": session_json(&r.session, t),
         "strict": r.strict,
         "duration_ms": r.duration_ms,
-        "observation_sha256": hex::encode(&Sha256::digest(canonical::to_bytes(&observation))),
     });
-    crate::evidence::block::body("check", &r.stamp, &r.host, fields)
+    crate::evidence::block::body(BlockKind::Check, &r.stamp, &r.host, fields)
 }
 
 /// What the server processes showed, shaped like a probe block's `stderr` and `silence`;

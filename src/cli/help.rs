@@ -66,7 +66,7 @@ pub const PAGES: &[Page] = &[
             "mcp-witness diff evidence/probes.jsonl",
             "mcp-witness diff --json evidence/checks.jsonl",
         ],
-        exit_codes: "0 unchanged (or a first block: baseline), 1 changed, 2 could not run (usage error, unreadable file)",
+        exit_codes: "0 unchanged or baseline (the target's first block), 1 changed, 2 could not run (usage error, unreadable file, a block that does not check, no blocks)",
     },
     Page {
         name: "verify",

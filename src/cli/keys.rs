@@ -52,6 +52,17 @@ pub fn key(args: KeyArgs) -> u8 {
         Ok(p) => p,
         Err(e) => return super::error(e),
     };
+    if !path.exists() && std::fs::symlink_metadata(&path).is_err() {
+        return super::error(format!(
+            "no signing key at {}: create one with `mcp-witness keygen{}`",
+            path.display(),
+            if default_key(&path) {
+                String::new()
+            } else {
+                format!(" --key {}", path.display())
+            }
+        ));
+    }
     match keys::load(&path) {
         Ok(key) => {
             outln!("{}", keys::public_text(&key.verifying_key()));
@@ -59,4 +70,9 @@ pub fn key(args: KeyArgs) -> u8 {
         }
         Err(e) => super::error(e),
     }
+}
+
+/// Whether `path` is where keys go when `--key` is not given.
+fn default_key(path: &std::path::Path) -> bool {
+    keys::default_path().is_ok_and(|d| d == path)
 }

@@ -103,6 +103,15 @@ pub fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
+/// `1 block`, `2 blocks`: a count with its noun.
+pub(crate) fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// `mcp-witness help [COMMAND]`.
 fn print_help(command: Option<&str>) -> u8 {
     use clap::CommandFactory;

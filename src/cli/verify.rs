@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::json;
 
+use crate::evidence::id;
 use crate::evidence::keys;
 use crate::evidence::verify::{Expectations, verify_file};
-use crate::hex;
 
 /// Check every hash, link and signature of evidence files, naming the first broken line.
 #[derive(Debug, Args)]
@@ -17,7 +17,7 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "PUBKEY|FILE")]
     trust: Vec<String>,
     /// Fail unless a block with this hash is in the file (detects truncation and rollback
-    /// past an anchored head).
+    /// past an anchored head). A unique prefix of at least 8 hex digits will do.
     #[arg(long, value_name = "HASH")]
     head: Option<String>,
     /// Print a machine-readable report.
@@ -33,21 +33,28 @@ pub fn run(args: VerifyArgs) -> u8 {
         Ok(k) => k,
         Err(e) => return super::error(e),
     };
-    if let Some(h) = &args.head
-        && hex::decode_exact::<32>(h).is_none()
-    {
-        return super::error(format!(
-            "--head `{h}` is not a block hash (64 lower-case hex digits)"
-        ));
-    }
-    let expect = Expectations {
-        trusted,
-        head: args.head.clone(),
+    let head = match args.head.as_deref().map(|h| id::parse("--head", h)).transpose() {
+        Ok(h) => h,
+        Err(e) => return super::error(e),
     };
+    let expect = Expectations { trusted, head };
     let mut reports = Vec::new();
     let mut code = 0u8;
     for file in &args.files {
         match verify_file(file, &expect) {
+            Ok(report) if report.ambiguous_head.is_some() => {
+                let n = report.ambiguous_head.unwrap_or_default();
+                let message = format!(
+                    "--head `{}` matches {n} blocks of {}: give more hex digits",
+                    expect.head.as_deref().unwrap_or_default(),
+                    file.display()
+                );
+                code = super::EXIT_USAGE;
+                if !args.json {
+                    super::error(&message);
+                }
+                reports.push(json!({"file": file.display().to_string(), "unreadable": message}));
+            }
             Ok(report) => {
                 if !report.intact() && code == 0 {
                     code = 1;
@@ -89,7 +96,7 @@ fn print_human(r: &crate::evidence::verify::Report) {
             } else {
                 "self-consistent signatures"
             };
-            outln!("intact: {file}: {} blocks{head} ({trust})", r.blocks);
+            outln!("intact: {file}: {}{head} ({trust})", super::count(r.blocks, "block"));
         }
         Some(b) => {
             let seq = b.seq.map(|s| format!(" (seq {s})")).unwrap_or_default();
@@ -97,7 +104,10 @@ fn print_human(r: &crate::evidence::verify::Report) {
             let message = crate::inert::inert(&b.message);
             outln!("BROKEN: {file}: line {}{seq}: {}: {message}", b.line, b.code);
             if r.blocks > 0 {
-                outln!("  the {} blocks before it check", r.blocks);
+                match r.blocks {
+                    1 => outln!("  the block before it checks"),
+                    n => outln!("  the {n} blocks before it check"),
+                }
             }
         }
     }

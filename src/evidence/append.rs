@@ -375,7 +375,7 @@ pub fn latest_of_target(file: &File, end: u64, target_id: &str) -> io::Result<Op
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evidence::block::tests::body;
+    use crate::evidence::block::tests::{body, reseal_digests};
     use std::fs::OpenOptions;
 
     fn scratch(name: &str) -> PathBuf {
@@ -439,6 +439,7 @@ mod tests {
         append(&path, body("t", at), &key(), false).unwrap();
         let mut other = body("t", at);
         other.insert("verdict".into(), "fail".into());
+        let other = reseal_digests(other);
         let Outcome::Appended(b) = append(&path, other.clone(), &key(), false).unwrap() else {
             panic!("must write")
         };
@@ -479,14 +480,15 @@ mod tests {
     #[test]
     fn unchanged_observations_are_skipped_with_if_changed() {
         let path = scratch("ifchanged");
-        let with_obs = |at: &str, obs: &str| {
+        // The observation is what the verdict (among others) makes it.
+        let with_obs = |at: &str, verdict: &str| {
             let mut b = body("t", at);
-            b.insert("observation_sha256".into(), obs.into());
-            b
+            b.insert("verdict".into(), verdict.into());
+            reseal_digests(b)
         };
         append(
             &path,
-            with_obs("2026-12-02T10:00:00.000+00:00", "aa"),
+            with_obs("2026-12-02T10:00:00.000+00:00", "pass"),
             &key(),
             true,
         )
@@ -500,7 +502,7 @@ mod tests {
         .unwrap();
         let same = append(
             &path,
-            with_obs("2026-12-02T10:00:02.000+00:00", "aa"),
+            with_obs("2026-12-02T10:00:02.000+00:00", "pass"),
             &key(),
             true,
         )
@@ -508,7 +510,7 @@ mod tests {
         assert!(matches!(same, Outcome::Unchanged { seq: 1, .. }), "{same:?}");
         let changed = append(
             &path,
-            with_obs("2026-12-02T10:00:03.000+00:00", "bb"),
+            with_obs("2026-12-02T10:00:03.000+00:00", "fail"),
             &key(),
             true,
         )

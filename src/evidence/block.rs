@@ -13,8 +13,9 @@ use sha2::{Digest, Sha256};
 
 use super::canonical;
 use super::canonical_scan;
+use super::canonical_scan::Raw;
 use super::keys;
-use super::kinds;
+use super::kind::{self, BlockKind, View};
 use crate::hex;
 
 /// The `format` value of every block this version writes.
@@ -32,13 +33,16 @@ pub fn host_name() -> String {
 }
 
 /// A block body: the fields every kind starts with (its kind, when and where it was
-/// observed, which tool wrote it), then the kind's own `fields` (a JSON object).
-pub fn body(kind: &str, stamp: &crate::clock::Stamp, host: &str, fields: Value) -> Map<String, Value> {
+/// observed, which tool wrote it), then the kind's own `fields` (a JSON object), and the
+/// kind's `observation_sha256` over them.
+pub fn body(kind: BlockKind, stamp: &crate::clock::Stamp, host: &str, fields: Value) -> Map<String, Value> {
+    let observation = kind.observation_sha256(&fields);
     let mut map = match fields {
         Value::Object(m) => m,
         _ => Map::new(),
     };
-    map.insert("kind".into(), kind.into());
+    map.insert("observation_sha256".into(), observation.into());
+    map.insert("kind".into(), kind.name().into());
     map.insert("observed_at".into(), stamp.rfc3339.clone().into());
     map.insert("tz".into(), stamp.tz.clone().into());
     map.insert("host".into(), host.into());
@@ -100,9 +104,17 @@ pub enum BlockError {
     /// Not byte-for-byte its canonical form: the offset and what was found there.
     NotCanonical(usize, &'static str),
     Unfit(String),
-    Field(&'static str, &'static str),
+    /// A line of an `mcp-witness serve` log (`ts`, `dir`, `msg` or `raw`), not a block.
+    ServeLog,
+    /// A field (its path, e.g. `tools.count`) and what is wrong with it.
+    Field(String, String),
     UnknownField(String),
     UnknownFormat(String),
+    /// A digest the block can be checked against (`target.id`, `observation_sha256`) that
+    /// does not match what it digests.
+    Digest(&'static str),
+    /// `key` is a small-order Ed25519 point.
+    WeakKey,
     HashMismatch,
     BadSignature,
 }
@@ -116,9 +128,12 @@ impl BlockError {
             BlockError::NotObject => "not_object",
             BlockError::NotCanonical(..) => "not_canonical",
             BlockError::Unfit(_) => "non_integer_number",
+            BlockError::ServeLog => "serve_log_line",
             BlockError::Field(..) => "bad_field",
             BlockError::UnknownField(_) => "unknown_field",
             BlockError::UnknownFormat(_) => "unknown_format",
+            BlockError::Digest(_) => "digest_mismatch",
+            BlockError::WeakKey => "weak_key",
             BlockError::HashMismatch => "hash_mismatch",
             BlockError::BadSignature => "bad_signature",
         }
@@ -136,9 +151,25 @@ impl fmt::Display for BlockError {
                 "not in canonical form ({what} at byte {at}): the line was edited or re-encoded"
             ),
             BlockError::Unfit(path) => write!(f, "number at {path} is not a safe integer"),
+            BlockError::ServeLog => write!(
+                f,
+                "this is a line of an `mcp-witness serve` log (ts, dir, msg), not an evidence block: read serve logs with `mcp-witness analyze`, and keep them apart from evidence (serve writes *.log.jsonl)"
+            ),
             BlockError::Field(name, problem) => write!(f, "field `{name}` {problem}"),
             BlockError::UnknownField(name) => write!(f, "field `{name}` is not part of this block kind"),
-            BlockError::UnknownFormat(v) => write!(f, "unknown block format `{v}`"),
+            BlockError::UnknownFormat(v) => write!(
+                f,
+                "unknown block format `{v}` (this version reads {}): verify it with the mcp-witness version that wrote it",
+                kind::FORMATS.join(", ")
+            ),
+            BlockError::Digest(field) => write!(
+                f,
+                "field `{field}` does not match the fields it digests: the block was altered"
+            ),
+            BlockError::WeakKey => write!(
+                f,
+                "field `key` is a small-order (weak) Ed25519 public key: a signature under it proves nothing, since ordinary Ed25519 libraries accept forgeries for such keys"
+            ),
             BlockError::HashMismatch => write!(
                 f,
                 "hash does not match the block's content: the block was altered"
@@ -156,7 +187,7 @@ pub struct Checked {
     pub hash: String,
     pub file_id: String,
     pub key: VerifyingKey,
-    pub kind: String,
+    pub kind: BlockKind,
     pub observed_at: String,
     pub target_id: String,
     /// What `--if-changed` compares (absent in blocks that do not carry it).
@@ -171,15 +202,24 @@ pub struct KeyCache {
 }
 
 impl KeyCache {
-    fn get(&mut self, text: &str) -> Option<VerifyingKey> {
+    fn get(&mut self, text: &str) -> Result<VerifyingKey, BlockError> {
         if let Some((t, k)) = &self.last
             && t == text
         {
-            return Some(*k);
+            return Ok(*k);
         }
-        let key = keys::parse_public(text).ok()?;
+        let key = match keys::parse_public(text) {
+            Ok(k) => k,
+            Err(keys::KeyError::WeakPublicKey(_)) => return Err(BlockError::WeakKey),
+            Err(_) => {
+                return Err(BlockError::Field(
+                    "key".into(),
+                    "is not an Ed25519 public key (not a point of the curve)".into(),
+                ));
+            }
+        };
         self.last = Some((text.to_string(), key));
-        Some(key)
+        Ok(key)
     }
 }
 
@@ -209,71 +249,38 @@ fn check(line: &[u8], cache: &mut KeyCache, signature: bool) -> Result<Checked, 
         Err(e) => return Err(classify_noncanonical(line, e)),
     };
     let get = |name: &str| scanned.get(line, name);
+    if is_serve_log_entry(scanned.members.iter().map(|m| m.key.as_ref())) {
+        return Err(BlockError::ServeLog);
+    }
 
     let format = text(get("format"), "format")?;
-    if format != FORMAT {
+    if !kind::FORMATS.contains(&format.as_ref()) {
         return Err(BlockError::UnknownFormat(format.chars().take(64).collect()));
     }
-    let kind = text(get("kind"), "kind")?;
-    let Some(kind_fields) = kinds::fields_of(&kind) else {
+    let kind_name = text(get("kind"), "kind")?;
+    let Some(kind) = BlockKind::from_name(&kind_name) else {
         return Err(BlockError::Field(
-            "kind",
-            "is not a kind this version knows (probe, check, client)",
+            "kind".into(),
+            format!("is not a kind this version knows ({})", BlockKind::names()),
         ));
     };
-    check_fields(&scanned, line, kind_fields)?;
-
-    let seq = get("seq")
-        .and_then(|v| std::str::from_utf8(v).ok())
-        .and_then(|v| v.parse::<u64>().ok())
-        .filter(|&s| s >= 1)
-        .ok_or(BlockError::Field("seq", "must be an integer from 1"))?;
-    let prev = hex_field::<32>(get("prev"), "prev")?;
-    let file_id = hex_field::<16>(get("file_id"), "file_id")?;
-    let hash = hex_field::<32>(get("hash"), "hash")?;
-    let sig = text(get("sig"), "sig")
-        .ok()
-        .and_then(|t| hex::decode_exact::<64>(&t))
-        .ok_or(BlockError::Field("sig", "must be 128 lower-case hex digits"))?;
-    let key = text(get("key"), "key")
-        .ok()
-        .filter(|k| k.trim() == k.as_ref())
-        .and_then(|k| cache.get(&k))
-        .ok_or(BlockError::Field("key", "must be `ed25519:<64 hex>`"))?;
-    let observed_at = text(get("observed_at"), "observed_at")?;
-    if !crate::clock::is_block_stamp(&observed_at) {
-        return Err(BlockError::Field(
-            "observed_at",
-            "must be an RFC 3339 time with milliseconds and a numeric offset",
-        ));
-    }
-    // Nested objects are canonical too (the whole line is): scan them for their members.
-    let tool = get("tool").unwrap_or_default();
-    let tool_ok = canonical_scan::scan(tool).is_ok_and(|t| {
-        ["name", "version"]
+    // The shape walk and the digests read the line in place (it is canonical).
+    let view = View {
+        members: scanned
+            .members
             .iter()
-            .all(|n| t.get(tool, n).is_some_and(|v| kinds::type_of(v) == kinds::STRING))
-    });
-    if !tool_ok {
-        return Err(BlockError::Field("tool", "must hold string `name` and `version`"));
-    }
-    let target = get("target").unwrap_or_default();
-    let target_id = canonical_scan::scan(target)
-        .ok()
-        .and_then(|t| hex_field::<32>(t.get(target, "id"), "target").ok())
-        .ok_or(BlockError::Field(
-            "target",
-            "must be an object with a 64-hex `id`",
-        ))?;
-    if kind == "probe"
-        && !matches!(
-            text(get("verdict"), "verdict")?.as_ref(),
-            "pass" | "fail" | "inconclusive"
-        )
-    {
-        return Err(BlockError::Field("verdict", "must be pass, fail or inconclusive"));
-    }
-    let observation_sha256 = get("observation_sha256").and_then(|v| text(Some(v), "observation_sha256").ok());
+            .map(|m| (m.key.clone(), Raw(&line[m.value.clone()])))
+            .collect(),
+    };
+    kind.check(&view)?;
+    let str_of = |name: &str| view.at(name).str().map(Cow::into_owned).unwrap_or_default();
+    let key = cache.get(&str_of("key"))?;
+    let seq = view.at("seq").int().unwrap_or_default() as u64;
+    let hash = str_of("hash");
+    let sig = hex::decode_exact::<64>(&str_of("sig")).ok_or(BlockError::Field(
+        "sig".into(),
+        "must be 128 lower-case hex digits".into(),
+    ))?;
 
     let mut hasher = Sha256::new();
     for piece in scanned.unsigned().pieces(line) {
@@ -288,50 +295,31 @@ fn check(line: &[u8], cache: &mut KeyCache, signature: bool) -> Result<Checked, 
     }
     Ok(Checked {
         seq,
-        prev,
+        prev: str_of("prev"),
         hash,
-        file_id,
+        file_id: str_of("file_id"),
         key,
-        kind: kind.into_owned(),
-        observed_at: observed_at.into_owned(),
-        target_id,
-        observation_sha256: observation_sha256.map(Cow::into_owned),
+        kind,
+        observed_at: str_of("observed_at"),
+        target_id: View::of(view.at("target"))
+            .at("id")
+            .str()
+            .map(Cow::into_owned)
+            .unwrap_or_default(),
+        observation_sha256: view.at("observation_sha256").str().map(Cow::into_owned),
     })
 }
 
-/// Every envelope and kind field is present with an allowed type, and no other field is.
-fn check_fields(
-    scanned: &canonical_scan::Scanned<'_>,
-    line: &[u8],
-    kind: &[(&'static str, kinds::Types)],
-) -> Result<(), BlockError> {
-    for (name, types) in kinds::ENVELOPE.iter().chain(kind) {
-        match scanned.get(line, name) {
-            None if types & kinds::OPTIONAL != 0 => {}
-            None => return Err(BlockError::Field(name, "is missing")),
-            Some(v) if kinds::type_of(v) & types == 0 => {
-                return Err(BlockError::Field(name, "has the wrong JSON type"));
-            }
-            Some(_) => {}
-        }
-    }
-    let listed = |list: &[(&str, kinds::Types)], key: &[u8]| {
-        list.binary_search_by(|(n, _)| n.as_bytes().cmp(key)).is_ok()
-    };
-    for m in &scanned.members {
-        let known = listed(kinds::ENVELOPE, &m.key) || listed(kind, &m.key);
-        if !known {
-            return Err(BlockError::UnknownField(
-                String::from_utf8_lossy(&m.key).chars().take(64).collect(),
-            ));
-        }
-    }
-    Ok(())
+/// Whether an object's keys are those of a serve log entry: `dir`, `ts`, and `msg` or `raw`.
+fn is_serve_log_entry<'k>(keys: impl Iterator<Item = &'k [u8]>) -> bool {
+    let mut keys: Vec<&[u8]> = keys.collect();
+    keys.sort_unstable();
+    keys == [&b"dir"[..], b"msg", b"ts"] || keys == [&b"dir"[..], b"raw", b"ts"]
 }
 
 /// A canonical string value's text (borrowed when it has no escapes).
 fn text<'a>(value: Option<&'a [u8]>, name: &'static str) -> Result<Cow<'a, str>, BlockError> {
-    let bad = BlockError::Field(name, "must be a string");
+    let bad = BlockError::Field(name.into(), "must be a string".into());
     let v = value.ok_or(bad.clone())?;
     if v.len() < 2 || v[0] != b'"' || v[v.len() - 1] != b'"' {
         return Err(bad);
@@ -354,7 +342,7 @@ pub struct Moment {
     pub hash: String,
     pub target_id: String,
     pub observed_at: String,
-    /// `timings_ms.total` of a probe block (0 when absent).
+    /// How long the run it records took, as its kind says (0 when unknown).
     pub total_ms: u64,
     /// SHA-256 of the block without its chain fields: equal for the same block appended twice.
     pub body_digest: [u8; 32],
@@ -369,15 +357,24 @@ pub fn moment(line: &[u8]) -> Option<Moment> {
     let scanned = canonical_scan::scan(line).ok()?;
     let get = |name: &str| scanned.get(line, name);
     let target: Value = serde_json::from_slice(get("target")?).ok()?;
-    let timings: Value = get("timings_ms")
-        .and_then(|t| serde_json::from_slice(t).ok())
-        .unwrap_or_default();
+    let view = View {
+        members: scanned
+            .members
+            .iter()
+            .map(|m| (m.key.clone(), Raw(&line[m.value.clone()])))
+            .collect(),
+    };
+    let total_ms = view
+        .at("kind")
+        .str()
+        .and_then(|k| BlockKind::from_name(&k))
+        .map_or(0, |k| (k.spec().run_ms)(&view));
     Some(Moment {
         seq: std::str::from_utf8(get("seq")?).ok()?.parse().ok()?,
         hash: text(get("hash"), "hash").ok()?.into_owned(),
         target_id: target.get("id")?.as_str()?.to_string(),
         observed_at: text(get("observed_at"), "observed_at").ok()?.into_owned(),
-        total_ms: timings.get("total").and_then(Value::as_u64).unwrap_or(0),
+        total_ms,
         body_digest: digest_without(&scanned, line, CHAIN_FIELDS),
         observation_sha256: text(get("observation_sha256"), "observation_sha256")
             .ok()
@@ -420,18 +417,11 @@ fn classify_noncanonical(line: &[u8], e: canonical_scan::NonCanonical) -> BlockE
     match serde_json::from_slice::<Value>(line) {
         Err(err) => BlockError::NotJson(err.to_string()),
         Ok(v) if !v.is_object() => BlockError::NotObject,
+        Ok(Value::Object(m)) if is_serve_log_entry(m.keys().map(|k| k.as_bytes())) => BlockError::ServeLog,
         Ok(v) => match canonical::check_fit(&v) {
             Err(canonical::Unfit::Number(path)) => BlockError::Unfit(path),
             Ok(()) => BlockError::NotCanonical(e.offset, e.what),
         },
-    }
-}
-
-fn hex_field<const N: usize>(value: Option<&[u8]>, name: &'static str) -> Result<String, BlockError> {
-    match text(value, name) {
-        Ok(t) if hex::decode_exact::<N>(&t).is_some() => Ok(t.into_owned()),
-        _ if N == 32 => Err(BlockError::Field(name, "must be 64 lower-case hex digits")),
-        _ => Err(BlockError::Field(name, "must be 32 lower-case hex digits")),
     }
 }
 
@@ -440,24 +430,42 @@ pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A valid probe block body for a target named `target`, observed `at`.
     pub(crate) fn body(target: &str, at: &str) -> Map<String, Value> {
-        let target_id = hex::encode(&Sha256::digest(target.as_bytes()));
-        json!({
-            "kind": "probe",
-            "observed_at": at,
-            "tz": "Etc/UTC",
-            "host": "test",
-            "tool": {"name": "mcp-witness", "version": "0"},
-            "target": {"id": target_id, "command": [target]},
+        let fields = json!({
+            "target": {"command": [target], "program": null, "program_sha256": null, "cwd": "/",
+                       "env": [], "era": "legacy", "protocol_version": null},
             "verdict": "pass",
-            "call": null, "capabilities": {}, "era": "legacy", "era_detection": null, "messages": {},
-            "observation_sha256": "00", "protocol_requested": "2025-11-25", "protocol_version": "2025-11-25",
-            "reasons": [], "server": null, "silence": null, "stderr": {}, "stdout_noise": {},
-            "teardown": null, "timings_ms": {}, "tools": null,
-        })
-        .as_object()
-        .unwrap()
-        .clone()
+            "call": null, "capabilities": {}, "era": "legacy", "era_detection": null,
+            "messages": {"count": 0, "notifications": {"count": 0, "methods": []},
+                         "server_requests": {"count": 0, "unanswered": 0, "requests": []},
+                         "unmatched_replies": 0, "max_line_bytes": 0},
+            "protocol_requested": "2025-11-25", "protocol_version": "2025-11-25",
+            "reasons": [], "server": null, "silence": null, "stderr": {"bytes": 0, "tail": null},
+            "stdout_noise": {"count": 0, "lines": [], "crlf_lines": 0},
+            "teardown": null,
+            "timings_ms": {"first_stdout": null, "discover": null, "initialize": null,
+                           "tools_list": null, "call": null, "total": 0},
+            "tools": null,
+        });
+        let stamp = crate::clock::Stamp {
+            rfc3339: at.into(),
+            tz: Some("Etc/UTC".into()),
+        };
+        reseal_digests(super::body(BlockKind::Probe, &stamp, "test", fields))
+    }
+
+    /// Recomputes `target.id` and `observation_sha256` after a test edited a body.
+    pub(crate) fn reseal_digests(mut b: Map<String, Value>) -> Map<String, Value> {
+        let mut v = Value::Object(b.clone());
+        let id = BlockKind::Probe.target_id(&v["target"]);
+        v["target"]["id"] = id.into();
+        b.insert("target".into(), v["target"].clone());
+        b.insert(
+            "observation_sha256".into(),
+            BlockKind::Probe.observation_sha256(&v).into(),
+        );
+        b
     }
 
     fn link(seq: u64) -> Link {
@@ -474,16 +482,25 @@ pub(crate) mod tests {
         let sealed = seal(body("srv", "2026-12-02T10:00:00.000+00:00"), &link(1), &key);
         let line = &sealed.line[..sealed.line.len() - 1];
         let checked = check_line(line).unwrap();
+        assert_eq!(checked.kind, BlockKind::Probe);
         assert_eq!(checked.seq, 1);
         assert_eq!(checked.hash, sealed.hash);
         assert_eq!(checked.key, key.verifying_key());
 
         let edited = String::from_utf8(line.to_vec())
             .unwrap()
-            .replace("\"pass\"", "\"fail\"");
+            .replace("\"host\":\"test\"", "\"host\":\"evil\"");
         assert_eq!(
             check_line(edited.as_bytes()).unwrap_err(),
             BlockError::HashMismatch
+        );
+        // An edit to what a digest covers is caught by that digest first.
+        let verdict = String::from_utf8(line.to_vec())
+            .unwrap()
+            .replace("\"pass\"", "\"fail\"");
+        assert_eq!(
+            check_line(verdict.as_bytes()).unwrap_err(),
+            BlockError::Digest("observation_sha256")
         );
 
         let spaced = String::from_utf8(line.to_vec()).unwrap().replacen(':', ": ", 1);
@@ -496,18 +513,42 @@ pub(crate) mod tests {
         let reseal = |edit: &dyn Fn(&mut Map<String, Value>)| {
             let mut b = body("srv", "2026-12-02T10:00:00.000+00:00");
             edit(&mut b);
-            let sealed = seal(b, &link(1), &key);
+            let sealed = seal(reseal_digests(b), &link(1), &key);
             check_line(&sealed.line[..sealed.line.len() - 1])
                 .map(|_| ())
                 .unwrap_err()
         };
+        let field = |p: &str, m: &str| BlockError::Field(p.into(), m.into());
         assert_eq!(
             reseal(&|b| drop(b.remove("verdict"))),
-            BlockError::Field("verdict", "is missing")
+            field("verdict", "is missing")
         );
         assert_eq!(
             reseal(&|b| drop(b.insert("tools".into(), 3.into()))),
-            BlockError::Field("tools", "has the wrong JSON type")
+            field("tools", "must be an object")
+        );
+        assert_eq!(
+            reseal(&|b| drop(b.insert(
+                "tools".into(),
+                json!({"count": "3", "names": [], "pages": 1, "names_complete": true})
+            ))),
+            field(
+                "tools.count",
+                &format!("must be an integer from 0 to {}", canonical::MAX_SAFE_INTEGER)
+            )
+        );
+        assert_eq!(
+            reseal(&|b| {
+                drop(b.insert("teardown".into(), json!({"ended_by": "bogus", "after_ms": 1, "exit": null, "group_signals": [], "survivors": []})))
+            }),
+            field(
+                "teardown.ended_by",
+                "must be one of: exited_before, stdin_eof, sigterm, sigkill, unkillable"
+            )
+        );
+        assert_eq!(
+            reseal(&|b| drop(b["stderr"].as_object_mut().unwrap().insert("x".into(), 1.into()))),
+            BlockError::UnknownField("stderr.x".into())
         );
         assert_eq!(
             reseal(&|b| drop(b.insert("extra".into(), 1.into()))),
@@ -528,12 +569,63 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn no_mutation_of_a_block_makes_the_check_panic() {
+        let key = SigningKey::from_bytes(&[1u8; 32]);
+        let mut b = body("srv", "2026-12-02T10:00:00.000+00:00");
+        b.insert(
+            "capabilities".into(),
+            json!({"a": [1, {"b": "x\\\"y"}], "\u{e000}": null, "😀": true}),
+        );
+        let sealed = seal(reseal_digests(b), &link(1), &key);
+        let base = sealed.line[..sealed.line.len() - 1].to_vec();
+        assert!(check_line(&base).is_ok());
+        let alphabet = b"{}[]\",:\\ 0123456789-.etrufalsn\x01ab";
+        let mut seed: u64 = 0x1234_5678_9abc_def1;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..3000 {
+            let mut line = base.clone();
+            for _ in 0..(1 + next() % 3) {
+                let pos = (next() as usize) % line.len();
+                let byte = alphabet[(next() as usize) % alphabet.len()];
+                if next() % 2 == 0 {
+                    line[pos] = byte;
+                } else {
+                    line.insert(pos, byte);
+                }
+            }
+            // Only the signature itself may change without the content check noticing.
+            if check_line_content(&line).is_ok() && line != base {
+                assert_eq!(check_line(&line).unwrap_err(), BlockError::BadSignature);
+            }
+            let _ = moment(&line);
+        }
+    }
+
+    #[test]
+    fn a_serve_log_line_is_named_as_one() {
+        let entry = br#"{"dir":"in","msg":{"id":0,"jsonrpc":"2.0","method":"initialize"},"ts":"2026-12-02T18:07:21.326+00:00"}"#;
+        let err = check_line(entry).unwrap_err();
+        assert_eq!(err, BlockError::ServeLog);
+        assert!(err.to_string().contains("`mcp-witness serve` log"), "{err}");
+        // Not canonical (a float, spacing) and still recognised.
+        let spaced = br#"{"ts": "t", "dir": "out", "raw": "x", "n": 1}"#;
+        assert_ne!(check_line(spaced).unwrap_err(), BlockError::ServeLog);
+        let float = br#"{"ts":"t","dir":"out","msg":{"x":1.5}}"#;
+        assert_eq!(check_line(float).unwrap_err(), BlockError::ServeLog);
+    }
+
+    #[test]
     fn a_block_re_hashed_without_the_key_fails_its_signature() {
         let key = SigningKey::from_bytes(&[1u8; 32]);
         let sealed = seal(body("srv", "2026-12-02T10:00:00.000+00:00"), &link(1), &key);
         let mut v: Value = serde_json::from_slice(&sealed.line).unwrap();
         let map = v.as_object_mut().unwrap();
-        map.insert("verdict".into(), "fail".into());
+        map.insert("host".into(), "evil".into());
         map.remove("hash");
         let sig = map.remove("sig").unwrap();
         let digest = Sha256::digest(canonical::to_bytes(&Value::Object(map.clone())));

@@ -3,10 +3,10 @@
 //!
 //! A line passes when it is what serde_json would write for the value it holds and that
 //! value is fit for a block: no whitespace outside strings; object keys strictly increasing
-//! by their bytes (so no duplicates); strings escaped exactly as serde_json escapes (`\"`,
+//! by their UTF-16 code units, as RFC 8785 (JCS) sorts them (so no duplicates); strings escaped exactly as serde_json escapes (`\"`,
 //! `\\`, `\b \f \n \r \t`, other control characters as lower-case `\u00xx`, nothing else);
 //! integers only, in plain decimal, within ±(2^53−1). Unit tests pin the equivalence with a
-//! serde_json round trip.
+//! round trip through `canonical::to_bytes`.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -44,7 +44,7 @@ impl<'a> Scanned<'a> {
         // Members are in key order: the line is canonical.
         let i = self
             .members
-            .binary_search_by(|m| m.key.as_ref().cmp(key.as_bytes()))
+            .binary_search_by(|m| key_order(&m.key, key.as_bytes()))
             .ok()?;
         Some(&line[self.members[i].value.clone()])
     }
@@ -81,6 +81,17 @@ impl Unsigned {
         }
         out.push(b"}");
         out
+    }
+}
+
+/// The JCS order of two unescaped keys (UTF-8 bytes; anything else sorts by its bytes).
+pub fn key_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    if a.is_ascii() && b.is_ascii() {
+        return a.cmp(b);
+    }
+    match (std::str::from_utf8(a), std::str::from_utf8(b)) {
+        (Ok(a), Ok(b)) => super::canonical::key_order(a, b),
+        _ => a.cmp(b),
     }
 }
 
@@ -284,7 +295,7 @@ impl<'a> Scanner<'a> {
             let member_start = self.i;
             let key = self.string()?;
             if let Some(p) = &prev
-                && key.as_ref() <= p.as_ref()
+                && key_order(&key, p) != std::cmp::Ordering::Greater
             {
                 return Err(NonCanonical {
                     offset: member_start,
@@ -333,14 +344,183 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// A value inside a line that passed `scan`, read in place: the shape walk and the digests
+/// of `evidence::kind` use these instead of building a `serde_json::Value`. On bytes that are
+/// not such a value every reader answers `None` (nothing panics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Raw<'a>(pub &'a [u8]);
+
+impl<'a> Raw<'a> {
+    fn scanner(self) -> Scanner<'a> {
+        Scanner {
+            b: self.0,
+            i: 0,
+            top: Vec::new(),
+        }
+    }
+
+    pub fn is_null(self) -> bool {
+        self.0 == b"null"
+    }
+
+    /// The JSON type's first byte: `{`, `[`, `"`, `t`, `f`, `n`, or a digit or `-`.
+    pub fn first(self) -> Option<u8> {
+        self.0.first().copied()
+    }
+
+    /// A string's text, unescaped (borrowed when it holds no escape).
+    pub fn str(self) -> Option<Cow<'a, str>> {
+        if self.first() != Some(b'"') {
+            return None;
+        }
+        let mut s = self.scanner();
+        match s.string().ok()? {
+            Cow::Borrowed(b) => std::str::from_utf8(b).ok().map(Cow::Borrowed),
+            Cow::Owned(v) => String::from_utf8(v).ok().map(Cow::Owned),
+        }
+    }
+
+    /// An integer's value.
+    pub fn int(self) -> Option<i64> {
+        if !matches!(self.first(), Some(b'-' | b'0'..=b'9')) {
+            return None;
+        }
+        std::str::from_utf8(self.0).ok()?.parse().ok()
+    }
+
+    pub fn bool(self) -> Option<bool> {
+        match self.0 {
+            b"true" => Some(true),
+            b"false" => Some(false),
+            _ => None,
+        }
+    }
+
+    /// An object's members in order: unescaped key and value.
+    pub fn members(self) -> Option<Vec<(Cow<'a, [u8]>, Raw<'a>)>> {
+        let b = self.0;
+        if b.first() != Some(&b'{') {
+            return None;
+        }
+        let mut out = Vec::new();
+        let mut i = 1;
+        if b.get(i) == Some(&b'}') {
+            return (i + 1 == b.len()).then_some(out);
+        }
+        loop {
+            if b.get(i) != Some(&b'"') {
+                return None;
+            }
+            let key_end = string_end(b, i)?;
+            let key = Raw(&b[i..key_end]);
+            let inner = &key.0[1..key.0.len() - 1];
+            let key = match inner.contains(&b'\\') {
+                false => Cow::Borrowed(inner),
+                true => key.scanner().string().ok()?,
+            };
+            if b.get(key_end) != Some(&b':') {
+                return None;
+            }
+            let start = key_end + 1;
+            let end = skip(b, start)?;
+            out.push((key, Raw(&b[start..end])));
+            match b.get(end) {
+                Some(b',') => i = end + 1,
+                Some(b'}') if end + 1 == b.len() => return Some(out),
+                _ => return None,
+            }
+        }
+    }
+
+    /// An array's items in order.
+    pub fn items(self) -> Option<Vec<Raw<'a>>> {
+        let b = self.0;
+        if b.first() != Some(&b'[') {
+            return None;
+        }
+        let mut out = Vec::new();
+        let mut i = 1;
+        if b.get(i) == Some(&b']') {
+            return (i + 1 == b.len()).then_some(out);
+        }
+        loop {
+            let end = skip(b, i)?;
+            out.push(Raw(&b[i..end]));
+            match b.get(end) {
+                Some(b',') => i = end + 1,
+                Some(b']') if end + 1 == b.len() => return Some(out),
+                _ => return None,
+            }
+        }
+    }
+
+    /// An object's member by key.
+    pub fn get(self, key: &str) -> Option<Raw<'a>> {
+        self.members()?
+            .into_iter()
+            .find(|(k, _)| k.as_ref() == key.as_bytes())
+            .map(|(_, v)| v)
+    }
+
+    /// A member's value, or `null` when absent or when this is not an object.
+    pub fn at(self, key: &str) -> Raw<'a> {
+        self.get(key).unwrap_or(Raw(b"null"))
+    }
+}
+
+/// Where the value starting at `i` of an already scanned line ends: strings are skipped to
+/// their closing quote and containers to their matching bracket, without checking again
+/// what `scan` checked. `None` on bytes that are not such a value.
+fn skip(b: &[u8], mut i: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    loop {
+        match *b.get(i)? {
+            b'"' => i = string_end(b, i)?,
+            b'{' | b'[' => {
+                depth += 1;
+                i += 1;
+            }
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                i += 1;
+            }
+            b',' | b':' if depth > 0 => i += 1,
+            b',' | b':' => return None,
+            // A number or literal: up to the next delimiter.
+            _ => {
+                i += b[i..]
+                    .iter()
+                    .position(|&c| matches!(c, b',' | b'}' | b']' | b':'))
+                    .unwrap_or(b.len() - i);
+            }
+        }
+        if depth == 0 {
+            return Some(i);
+        }
+    }
+}
+
+/// Just past the closing quote of the string whose opening quote is at `i`.
+fn string_end(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i + 1;
+    loop {
+        let rest = b.get(j..)?;
+        let at = rest.iter().position(|&c| c == b'"' || c == b'\\')?;
+        if rest[at] == b'"' {
+            return Some(j + at + 1);
+        }
+        j += at + 2;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::evidence::canonical;
     use serde_json::{Value, json};
 
-    /// The reference definition: serde_json writes the line back byte for byte, and the
-    /// value holds only safe integers.
+    /// The reference definition: the canonical writer writes the line back byte for byte,
+    /// and the value holds only safe integers.
     fn reference(line: &[u8]) -> bool {
         match serde_json::from_slice::<Value>(line) {
             Ok(v) => v.is_object() && canonical::to_bytes(&v) == line && canonical::check_fit(&v).is_ok(),
@@ -419,6 +599,102 @@ mod tests {
                 "round {round}: {:?}",
                 String::from_utf8_lossy(&line)
             );
+        }
+    }
+
+    #[test]
+    fn keys_across_the_unicode_range_are_in_jcs_order() {
+        // Keys from every plane, including the two ranges whose UTF-8 and UTF-16 orders differ.
+        let chars = [
+            'a',
+            '\u{7f}',
+            'é',
+            '\u{7ff}',
+            '\u{800}',
+            '\u{d7ff}',
+            '\u{e000}',
+            '\u{fffd}',
+            '\u{ffff}',
+            '\u{10000}',
+            '😀',
+            '\u{10ffff}',
+        ];
+        let mut map = serde_json::Map::new();
+        for (i, a) in chars.iter().enumerate() {
+            for b in &chars {
+                map.insert(format!("{a}{b}"), json!(i));
+            }
+        }
+        let line = canonical::to_bytes(&Value::Object(map.clone()));
+        let scanned = scan(&line).expect("the canonical writer's output scans");
+        assert!(reference(&line));
+        for k in map.keys() {
+            assert!(scanned.get(&line, k).is_some(), "{k:?} found by get");
+        }
+        // The UTF-8 byte order (serde_json's) is not canonical when the two orders differ.
+        let serde = serde_json::to_vec(&Value::Object(map)).unwrap();
+        assert_ne!(serde, line);
+        assert_eq!(
+            scan(&serde).unwrap_err().what,
+            "keys not in sorted order, or a duplicate key"
+        );
+    }
+
+    #[test]
+    fn raw_values_are_read_in_place() {
+        let line = sample();
+        let top = Raw(&line);
+        let n = top.get("n").unwrap();
+        assert_eq!(n.get("y").unwrap().int(), Some(-9007199254740991));
+        assert_eq!(
+            top.get("k\"q").unwrap().str().unwrap(),
+            "tab\there \u{1} \u{7f} é 😀 \\ /"
+        );
+        let items = top.get("a").unwrap().items().unwrap();
+        assert_eq!(items.len(), 8);
+        assert_eq!(items[3].bool(), Some(true));
+        assert!(items[5].is_null());
+        assert_eq!(items[6].members().unwrap(), vec![]);
+        assert!(top.at("missing").is_null());
+        assert_eq!(Raw(b"[1,").items(), None);
+        assert_eq!(Raw(b"{1:2}").members(), None);
+        assert_eq!(Raw(b"{\"").members(), None);
+        assert_eq!(Raw(b"\"x").str(), None);
+    }
+
+    #[test]
+    fn reading_in_place_agrees_with_the_full_scan_and_never_panics() {
+        // Every object in a canonical line: its members as `Raw::members` reads them are the
+        // top-level members a full scan of that object finds.
+        fn walk(v: Raw<'_>) {
+            if v.first() == Some(b'{') {
+                let fast = v.members().unwrap();
+                let full = scan(v.0).unwrap();
+                assert_eq!(fast.len(), full.members.len());
+                for ((k, x), m) in fast.iter().zip(&full.members) {
+                    assert_eq!(k, &m.key);
+                    assert_eq!(x.0, &v.0[m.value.clone()]);
+                    walk(*x);
+                }
+            } else if v.first() == Some(b'[') {
+                v.items().unwrap().into_iter().for_each(walk);
+            }
+        }
+        walk(Raw(&sample()));
+        let nested =
+            canonical::to_bytes(&json!({"a": [{"b": "x\\\"]}", "c": [[], {}]}, 1], "d": {"e": null}}));
+        walk(Raw(&nested));
+        // Bytes that are not a scanned value: answers, no panic.
+        let mut seed: u64 = 7;
+        let line = sample();
+        for _ in 0..5000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let a = (seed as usize) % line.len();
+            let b = a + ((seed >> 20) as usize) % (line.len() - a + 1);
+            let r = Raw(&line[a..b]);
+            let _ = (r.members(), r.items(), r.str(), r.int());
         }
     }
 

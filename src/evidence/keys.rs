@@ -42,6 +42,8 @@ pub enum KeyError {
     Exists(PathBuf),
     NoHome,
     BadPublicKey(String),
+    /// A small-order ("weak") public key: signatures under it prove nothing.
+    WeakPublicKey(String),
 }
 
 impl fmt::Display for KeyError {
@@ -97,6 +99,10 @@ impl fmt::Display for KeyError {
                 f,
                 "cannot find a place for the signing key: set MCP_WITNESS_KEY, XDG_CONFIG_HOME or HOME, or pass --key"
             ),
+            KeyError::WeakPublicKey(t) => write!(
+                f,
+                "`{t}` is a small-order (weak) Ed25519 public key: ordinary Ed25519 libraries accept forged signatures under such a key, so it is never trusted; use the key `mcp-witness key` prints for a key made by `mcp-witness keygen`"
+            ),
             KeyError::BadPublicKey(t) => write!(
                 f,
                 "`{t}` is not a public key: expected `{PUBLIC_PREFIX}<64 hex>` as printed by `mcp-witness key`"
@@ -131,14 +137,14 @@ pub fn public_text(key: &VerifyingKey) -> String {
     format!("{PUBLIC_PREFIX}{}", hex::encode(key.as_bytes()))
 }
 
-/// Parses a public key text; rejects weak (small-order) keys.
+/// Parses a public key text; rejects weak (small-order) keys with their own error.
 pub fn parse_public(text: &str) -> Result<VerifyingKey, KeyError> {
     let bad = || KeyError::BadPublicKey(text.chars().take(80).collect());
     let hex_part = text.trim().strip_prefix(PUBLIC_PREFIX).ok_or_else(bad)?;
     let bytes = hex::decode_exact::<32>(hex_part).ok_or_else(bad)?;
     let key = VerifyingKey::from_bytes(&bytes).map_err(|_| bad())?;
     if key.is_weak() {
-        return Err(bad());
+        return Err(KeyError::WeakPublicKey(text.chars().take(80).collect()));
     }
     Ok(key)
 }
@@ -426,6 +432,8 @@ mod tests {
         // The identity point is a weak key.
         let mut weak = [0u8; 32];
         weak[0] = 1;
-        assert!(parse_public(&format!("ed25519:{}", hex::encode(&weak))).is_err());
+        let err = parse_public(&format!("ed25519:{}", hex::encode(&weak))).unwrap_err();
+        assert!(matches!(err, KeyError::WeakPublicKey(_)), "{err:?}");
+        assert!(err.to_string().contains("small-order (weak)"), "{err}");
     }
 }

@@ -21,7 +21,7 @@ use super::keys;
 pub struct Expectations {
     /// Keys the user trusts; empty means signatures are only checked for self-consistency.
     pub trusted: Vec<VerifyingKey>,
-    /// A head hash that must be in the file.
+    /// A head hash, or a unique prefix of one (`id::parse`d), that must be in the file.
     pub head: Option<String>,
 }
 
@@ -48,6 +48,9 @@ pub struct Report {
     /// Signer keys seen, in order of first appearance.
     pub keys: Vec<String>,
     pub pinned: bool,
+    /// How many blocks' hashes start with the given head prefix, when more than one: the
+    /// head did not name one block (a usage error, not a broken file).
+    pub ambiguous_head: Option<u64>,
 }
 
 impl Report {
@@ -293,6 +296,8 @@ struct Chain<'e> {
     moments: HashSet<[u8; 32]>,
     keys: Vec<VerifyingKey>,
     head_found: bool,
+    /// Blocks whose hash starts with the head prefix.
+    head_matches: u64,
     broken: Option<Broken>,
     deferred_error: Option<(u64, BlockError)>,
     torn: Option<u64>,
@@ -313,6 +318,7 @@ impl<'e> Chain<'e> {
             moments: HashSet::new(),
             keys: Vec::new(),
             head_found: false,
+            head_matches: 0,
             broken: None,
             deferred_error: None,
             torn: None,
@@ -393,8 +399,11 @@ impl<'e> Chain<'e> {
         if !self.keys.contains(&s.key) {
             self.keys.push(s.key);
         }
-        if self.expect.head.as_deref() == Some(s.hash.as_str()) {
+        if let Some(head) = &self.expect.head
+            && s.hash.starts_with(head.as_str())
+        {
             self.head_found = true;
+            self.head_matches += 1;
         }
         self.prev_hash = s.hash;
         self.checked += 1;
@@ -428,7 +437,8 @@ impl<'e> Chain<'e> {
                     seq: None,
                     code: "head_missing",
                     message: format!(
-                        "no block has hash {head}: the file was truncated or rolled back past the anchored head"
+                        "no block has hash {head}{}: the file was truncated or rolled back past the anchored head",
+                        if head.len() < 64 { "…" } else { "" }
                     ),
                 });
             }
@@ -461,6 +471,7 @@ impl<'e> Chain<'e> {
             warnings: self.warnings,
             keys: self.keys.iter().map(keys::public_text).collect(),
             pinned: !self.expect.trusted.is_empty(),
+            ambiguous_head: (self.head_matches > 1).then_some(self.head_matches),
         }
     }
 }

@@ -1,15 +1,8 @@
 //! Turning a client analysis into the body of a `client` evidence block.
 
-use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
-
 use super::analyze::{Analysis, Verdict};
-use crate::evidence::canonical;
-use crate::hex;
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(&Sha256::digest(bytes))
-}
+use crate::evidence::kind::BlockKind;
+use serde_json::{Map, Value, json};
 
 /// The block body: the client as it named itself, the log it was judged on (path, digest,
 /// size), every answer with its evidence line, and a verdict per domain and overall.
@@ -63,15 +56,19 @@ pub fn block_body(a: &Analysis, log_path: &str, log: &super::analyze::Log) -> Ma
     } else {
         "incomplete"
     };
-    let target = json!({"client": client});
-    let observation = json!({"client": client, "domains": domains, "verdict": overall});
+    let mut target = json!({"client": client});
+    target["id"] = BlockKind::Client.target_id(&target).into();
     let fields = json!({
-        "target": {"id": sha256_hex(&canonical::to_bytes(&target)), "client": client},
+        "target": target,
         "client": client,
         "log": {"path": log_path, "sha256": log.sha256, "bytes": log.bytes, "entries": a.entries as u64},
         "domains": domains,
         "verdict": overall,
-        "observation_sha256": sha256_hex(&canonical::to_bytes(&observation)),
     });
-    crate::evidence::block::body("client", &stamp, &crate::evidence::block::host_name(), fields)
+    crate::evidence::block::body(
+        BlockKind::Client,
+        &stamp,
+        &crate::evidence::block::host_name(),
+        fields,
+    )
 }

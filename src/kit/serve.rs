@@ -12,7 +12,7 @@ use super::{Domain, STATUS_TOOL};
 use crate::wire::framing::{self, Frame, LineKind, Splitter};
 
 /// Log file name when neither `--log` nor `MCP_WITNESS_LOG` says otherwise.
-pub const DEFAULT_LOG: &str = "mcp-witness-serve.jsonl";
+pub const DEFAULT_LOG: &str = "mcp-witness-serve.log.jsonl";
 /// The environment variable naming the log (clients launch servers from their own config).
 pub const LOG_ENV: &str = "MCP_WITNESS_LOG";
 pub const SERVER_NAME: &str = "mcp-witness-serve";

@@ -2,53 +2,34 @@
 //! hash and signature are added by the evidence layer).
 
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use super::outcome::{Bound, Observation, TargetSeen};
 use crate::evidence::canonical;
-use crate::hex;
+use crate::evidence::kind::BlockKind;
 use crate::wire::stdio::ExitInfo;
 
-fn sha256_hex(value: &Value) -> String {
-    hex::encode(&Sha256::digest(canonical::to_bytes(value)))
-}
-
 /// The target's identity: what was run, where, with which variables (names only), asking
-/// for which era and protocol version; for an HTTP server, its redacted URL and header names
-/// instead of the command. Probes of one target are comparable (`--if-changed`).
+/// for which era and protocol version (`evidence::kind::probe::identity` says which fields).
+/// Probes of one target are comparable (`--if-changed`).
 pub fn target_id(t: &TargetSeen) -> String {
-    if let Some(url) = &t.url {
-        return sha256_hex(&json!({
-            "url": url,
-            "headers": t.header_names,
-            "era": t.era.as_str(),
-            "protocol_version": t.protocol_version,
-        }));
-    }
-    sha256_hex(&json!({
-        "command": t.command,
-        "cwd": t.cwd,
-        "env": t.env_names,
-        "era": t.era.as_str(),
-        "protocol_version": t.protocol_version,
-    }))
+    target_json(t)["id"].as_str().unwrap_or_default().to_string()
 }
 
 /// The `target` object of a block. An HTTP target has no program, folder or variables: it
 /// records the redacted URL, the transport and the header names (never their values).
 pub fn target_json(t: &TargetSeen) -> Value {
     if let Some(url) = &t.url {
-        return json!({
-            "id": target_id(t),
+        let mut target = json!({
             "url": url,
             "transport": t.transport.as_str(),
             "headers": t.header_names,
             "era": t.era.as_str(),
             "protocol_version": t.protocol_version,
         });
+        target["id"] = BlockKind::Probe.target_id(&target).into();
+        return target;
     }
-    json!({
-        "id": target_id(t),
+    let mut target = json!({
         "command": t.command,
         "program": t.program,
         "program_sha256": t.program_sha256,
@@ -56,7 +37,23 @@ pub fn target_json(t: &TargetSeen) -> Value {
         "env": t.env_names,
         "era": t.era.as_str(),
         "protocol_version": t.protocol_version,
-    })
+    });
+    if let Some(source) = t.program_sha256_source {
+        target["program_sha256_source"] = source.as_str().into();
+    }
+    target["id"] = BlockKind::Probe.target_id(&target).into();
+    target
+}
+
+/// `expected` of a block: the block compared with and what differed (at most 1000 changes).
+fn expected_json(e: &crate::probe::expect::Expected) -> Value {
+    let changes: Vec<Value> = e
+        .changes
+        .iter()
+        .take(1000)
+        .map(crate::surface::Change::to_json)
+        .collect();
+    json!({"seq": e.seq, "hash": e.hash, "changes": changes})
 }
 
 /// The block body of a probe.
@@ -124,19 +121,6 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
     let tm = &obs.timings;
     let http = obs.http.as_ref().map(|h| http_json(h, t));
 
-    // What was observed, without when or how fast: equal digests mean nothing changed.
-    let observation = json!({
-        "program_sha256": t.program_sha256,
-        "era": obs.era.as_str(),
-        "protocol_version": obs.protocol_version,
-        "server": server,
-        "capabilities": obs.capabilities,
-        "tools": obs.tools.as_ref().map(|t| json!({"count": t.count, "names": t.names})),
-        "call": obs.call.as_ref().map(|c| json!({"tool": c.tool, "outcome": c.outcome.as_str(), "result_sha256": c.result_sha256})),
-        "verdict": obs.verdict.as_str(),
-        "reasons": obs.reasons.iter().map(|r| r.code.as_str()).collect::<Vec<_>>(),
-    });
-
     let fields = json!({
         "target": target,
         "era": obs.era.as_str(),
@@ -151,6 +135,8 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
         "reasons": reasons,
         "silence": silence,
         "bound": obs.bound.map(Bound::as_str),
+        "surface": obs.surface.as_ref().map(crate::surface::Surface::to_json),
+        "expected": obs.expected.as_ref().map(expected_json),
         "stdout_noise": {"count": tr.noise_count, "lines": noise_lines, "crlf_lines": tr.crlf_lines},
         "messages": {
             "count": tr.messages,
@@ -173,13 +159,13 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
             "total": tm.total,
         },
         "teardown": teardown,
-        "observation_sha256": sha256_hex(&observation),
     });
     let mut fields = fields;
     if let (Some(http), Some(map)) = (http, fields.as_object_mut()) {
         map.insert("http".into(), http);
     }
-    crate::evidence::block::body("probe", &obs.stamp, &obs.host, fields)
+    // observation_sha256 is the kind's digest of these fields: equal digests mean nothing changed.
+    crate::evidence::block::body(BlockKind::Probe, &obs.stamp, &obs.host, fields)
 }
 
 /// The `http` object of a block: per connection its exchanges (method, status, content
