@@ -1,6 +1,7 @@
 //! Reading a server entry from an MCP client's config file: the `mcpServers` shape (Claude
 //! Desktop, Claude Code, Cursor) and the `servers` shape (VS Code, which allows comments and
-//! trailing commas). Only stdio entries can be probed.
+//! trailing commas). Stdio entries (`command`) and HTTP entries (`url` or `serverUrl`, `type`
+//! `http`, `streamable-http` or `sse`, optional `headers`).
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -11,10 +12,15 @@ use serde_json::Value;
 /// Config files larger than this are refused.
 const MAX_CONFIG: u64 = 16 << 20;
 
-/// A stdio server as a config file describes it.
+/// A server as a config file describes it: a stdio command, or an HTTP endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerEntry {
+    /// The program; empty for an HTTP entry.
     pub command: String,
+    /// The endpoint of an HTTP entry.
+    pub url: Option<String>,
+    /// The request headers of an HTTP entry (values are secrets: never printed).
+    pub headers: Vec<(String, String)>,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
@@ -70,7 +76,7 @@ impl std::fmt::Display for ConfigError {
             ),
             ConfigError::NotStdio { name, why } => write!(
                 f,
-                "server `{name}` is not a stdio server ({why}); mcp-witness probes stdio servers only"
+                "server `{name}` uses a transport mcp-witness cannot probe ({why}); it probes stdio and Streamable HTTP servers"
             ),
             ConfigError::Field {
                 name,
@@ -118,18 +124,42 @@ pub fn parse(text: &str, name: &str, path: &Path) -> Result<ServerEntry, ConfigE
         expected,
     };
     let entry = entry.as_object().ok_or(field_err("(entry)", "an object"))?;
-    if let Some(kind) = entry.get("type").and_then(Value::as_str)
-        && kind != "stdio"
+    let kind = entry.get("type").and_then(Value::as_str);
+    if let Some(kind) = kind
+        && !matches!(
+            kind,
+            "stdio" | "http" | "streamable-http" | "streamableHttp" | "sse"
+        )
     {
         return Err(ConfigError::NotStdio {
             name: name.into(),
             why: format!("type `{kind}`"),
         });
     }
-    if entry.contains_key("url") || entry.contains_key("serverUrl") {
-        return Err(ConfigError::NotStdio {
-            name: name.into(),
-            why: "it has a `url`".into(),
+    let url = entry.get("url").or_else(|| entry.get("serverUrl"));
+    // `sse` (HTTP+SSE, 2024-11-05) is reached through the fallback: the initialize POST it
+    // refuses leads to its event stream.
+    if url.is_some() || matches!(kind, Some("http" | "streamable-http" | "streamableHttp" | "sse")) {
+        let url = match url {
+            Some(Value::String(u)) if !u.is_empty() => u.clone(),
+            _ => return Err(field_err("url", "a non-empty string")),
+        };
+        let headers = match entry.get("headers") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Object(map)) => map
+                .iter()
+                .map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                .collect::<Option<Vec<_>>>()
+                .ok_or(field_err("headers", "an object of string values"))?,
+            Some(_) => return Err(field_err("headers", "an object of string values")),
+        };
+        return Ok(ServerEntry {
+            command: String::new(),
+            url: Some(url),
+            headers,
+            args: Vec::new(),
+            env: Vec::new(),
+            cwd: None,
         });
     }
     let command = match entry.get("command") {
@@ -169,6 +199,8 @@ pub fn parse(text: &str, name: &str, path: &Path) -> Result<ServerEntry, ConfigE
     };
     Ok(ServerEntry {
         command,
+        url: None,
+        headers: Vec::new(),
         args,
         env,
         cwd,
@@ -261,15 +293,30 @@ mod tests {
     }
 
     #[test]
-    fn remote_entries_and_unknown_names_are_clear_errors() {
-        let text = r#"{"servers": {"web": {"type": "http", "url": "http://x"}, "s": {"url": "http://y"}}}"#;
+    fn http_and_sse_entries_give_their_url_and_headers_and_other_transports_are_clear_errors() {
+        let text = r#"{"servers": {"web": {"type": "http", "url": "http://x/mcp", "headers": {"Authorization": "Bearer t0k3n"}},
+            "s": {"url": "http://y"}, "old": {"type": "sse", "url": "http://z"}, "nourl": {"type": "http"},
+            "ws": {"serverUrl": "http://w"}, "sock": {"type": "websocket", "url": "ws://v"}}}"#;
+        let web = parse(text, "web", p()).unwrap();
+        assert_eq!(web.url.as_deref(), Some("http://x/mcp"));
+        assert_eq!(
+            web.headers,
+            [("Authorization".to_string(), "Bearer t0k3n".to_string())]
+        );
+        assert!(web.command.is_empty());
+        assert_eq!(parse(text, "s", p()).unwrap().url.as_deref(), Some("http://y"));
+        assert_eq!(parse(text, "ws", p()).unwrap().url.as_deref(), Some("http://w"));
+        assert_eq!(parse(text, "old", p()).unwrap().url.as_deref(), Some("http://z"));
         assert!(matches!(
-            parse(text, "web", p()),
+            parse(text, "sock", p()),
             Err(ConfigError::NotStdio { .. })
         ));
-        assert!(matches!(parse(text, "s", p()), Err(ConfigError::NotStdio { .. })));
+        assert!(matches!(
+            parse(text, "nourl", p()),
+            Err(ConfigError::Field { field: "url", .. })
+        ));
         let err = parse(text, "nope", p()).unwrap_err().to_string();
-        assert!(err.contains("has: s, web"), "{err}");
+        assert!(err.contains("has: nourl, old, s, sock, web, ws"), "{err}");
         assert!(matches!(parse("[]", "x", p()), Err(ConfigError::NoServers(_))));
         assert!(matches!(parse("{", "x", p()), Err(ConfigError::Json(..))));
     }

@@ -148,6 +148,19 @@ impl Redactor {
         *self = Redactor::with_secrets(found);
     }
 
+    /// Adds literal secrets (request header values): each value whole, and the credential
+    /// after an auth scheme (`Bearer TOKEN` masks `TOKEN` wherever it shows alone).
+    pub fn add_secrets(&mut self, values: impl IntoIterator<Item = String>) {
+        let mut found = std::mem::take(&mut self.literals);
+        for v in values {
+            if let Some((_, credential)) = v.trim().split_once(' ') {
+                found.push(credential.trim().to_string());
+            }
+            found.push(v);
+        }
+        *self = Redactor::with_secrets(found);
+    }
+
     /// Masks every string inside foreign JSON, object keys included: a key is the server's
     /// vocabulary, yet one that holds a secret is masked like any other text.
     pub fn json(&self, value: &mut serde_json::Value) {
@@ -201,6 +214,18 @@ impl Redactor {
         self.literals.iter().any(|l| text.contains(l.as_str()))
             || (text.contains("://") && mask_url_passwords(text) != text)
             || mask_token_shapes_lazy(text).is_some()
+    }
+
+    /// Masks only the literal secrets of the run: for structured server text whose shape
+    /// the shape rules would misread (a `WWW-Authenticate` challenge's `Bearer realm=`).
+    pub fn literals(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for lit in &self.literals {
+            if out.contains(lit.as_str()) {
+                out = out.replace(lit.as_str(), MASK);
+            }
+        }
+        out
     }
 
     /// Any text (stderr, noise, a call preview) as it may be recorded.

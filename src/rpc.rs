@@ -84,6 +84,12 @@ pub enum NoReply {
     /// tell which request failed (often it could not parse ours), and no raw line of ours was
     /// waiting for such an answer. Code and message as sent (the message cut to 1024 bytes).
     ErrorWithNullId { code: Option<i64>, message: String },
+    /// The server refused the request at the transport level (HTTP: its status).
+    Refused(Box<crate::wire::Refusal>),
+    /// No connection could be made to send it (HTTP).
+    Unreachable { kind: std::io::ErrorKind },
+    /// The reply stream or its connection broke off (HTTP), in words.
+    Lost { why: String },
 }
 
 /// How much of a noise line is read for redaction before it is cut for the record.
@@ -134,6 +140,11 @@ impl Rpc {
     /// The wire under this client (byte counts, exit, stderr).
     pub fn wire(&self) -> &dyn Wire {
         self.wire.as_ref()
+    }
+
+    /// The handshake settled on `version` (the wire may carry it, e.g. as an HTTP header).
+    pub fn negotiated(&mut self, version: &str) {
+        self.wire.negotiated(version);
     }
 
     /// Ends the connection (a process's measured teardown) and says how it ended.
@@ -193,6 +204,7 @@ impl Rpc {
                     waited_ms: started.elapsed().as_millis() as u64,
                 });
             }
+            Sent::Unreachable(kind) => return Err(NoReply::Unreachable { kind }),
             Sent::Closed => {
                 // Usually the server has exited: say so if its exit shows up promptly.
                 return match self.wait_for(&Value::from(id), DRAIN_AFTER_EXIT) {
@@ -288,6 +300,20 @@ impl Rpc {
                     }
                 }
                 WireEvent::Frame(Frame::Oversize(bytes)) => break Err(NoReply::Oversize { bytes }),
+                WireEvent::Refused(refusal) => {
+                    // Refused without an id (a notification, a raw message): the awaited
+                    // reply may still come; the wire's facts keep the status.
+                    if refusal.id.as_ref().is_some_and(|id| accept(Some(id))) {
+                        break Err(NoReply::Refused(Box::new(refusal)));
+                    }
+                }
+                WireEvent::Lost { id, why } => {
+                    // Lost for the awaited request, or for no request in particular (a
+                    // stream that carried every reply) while one waits.
+                    if id.as_ref().map_or(pending, |id| accept(Some(id))) {
+                        break Err(NoReply::Lost { why });
+                    }
+                }
                 WireEvent::Frame(Frame::Line(line)) => {
                     if let Some(reply) = self.on_line(&line, accept, pending) {
                         break reply;
@@ -484,6 +510,25 @@ pub fn describe_no_reply(why: &NoReply) -> String {
             code.map_or_else(|| "no code".to_string(), |c| c.to_string()),
             crate::text::truncate(message, 200)
         ),
+        NoReply::Refused(r) => {
+            let body = if r.body.trim().is_empty() {
+                String::new()
+            } else {
+                format!(": {}", crate::text::truncate(r.body.trim(), 200))
+            };
+            match &r.location {
+                None if r.status == 401 => format!(
+                    "was refused with HTTP 401: authorization required; give credentials with --header-env 'Authorization=VAR' (the value read from $VAR){body}"
+                ),
+                Some(to) => format!(
+                    "was redirected (HTTP {}) to {to}; redirects are not followed, give the final URL",
+                    r.status
+                ),
+                None => format!("was refused with HTTP {}{body}", r.status),
+            }
+        }
+        NoReply::Unreachable { kind } => format!("could not be sent: no connection ({kind})"),
+        NoReply::Lost { why } => format!("got no reply: {why}"),
     }
 }
 

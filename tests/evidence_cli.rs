@@ -433,20 +433,28 @@ fn servers_come_from_client_configs_of_both_shapes() {
     let vscode = b.dir.join("mcp.json");
     fs::write(
         &vscode,
-        "{ // VS Code\n \"servers\": {\"web\": {\"type\": \"http\", \"url\": \"http://127.0.0.1:1\"},}}",
+        "{ // VS Code\n \"servers\": {\"web\": {\"type\": \"http\", \"url\": \"http://127.0.0.1:1\"}, \"old\": {\"type\": \"websocket\", \"url\": \"ws://127.0.0.1:1\"},}}",
     )
     .unwrap();
-    let run = b.run(&[
-        "probe",
-        "-e",
-        ev,
-        "--config",
-        vscode.to_str().unwrap(),
-        "--server",
-        "web",
-    ]);
+    let probe = |name: &str| {
+        b.run(&[
+            "probe",
+            "-e",
+            ev,
+            "--config",
+            vscode.to_str().unwrap(),
+            "--server",
+            name,
+        ])
+    };
+    // An HTTP entry is probed at its URL (nothing listens on port 1: unreachable).
+    let run = probe("web");
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert_eq!(b.last_block()["target"]["url"], "http://127.0.0.1:1/");
+    assert_eq!(common::reason_codes(&b.last_block()), ["unreachable"]);
+    let run = probe("old");
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("not a stdio server"), "{}", run.stderr);
+    assert!(run.stderr.contains("type `websocket`"), "{}", run.stderr);
 }
 
 #[test]

@@ -635,7 +635,13 @@ fn a_server_that_closes_before_replying_is_gone_and_a_closed_port_is_refused() {
     let server = Crafted::start(vec![vec![]]);
     let mut w = wire(server.url("/"));
     posted(w.send(message(1, "ping"), soon()));
-    assert_eq!(next(&mut w), WireEvent::Gone(std::io::ErrorKind::UnexpectedEof));
+    assert!(matches!(
+        next(&mut w),
+        WireEvent::Gone {
+            kind: std::io::ErrorKind::UnexpectedEof,
+            ..
+        }
+    ));
     closed(w);
     server.seen();
 
@@ -705,7 +711,13 @@ fn a_body_cut_short_or_a_malformed_chunk_is_never_delivered_as_a_message() {
     ]);
     let mut w = wire(server.url("/"));
     posted(w.send(message(1, "ping"), soon()));
-    assert_eq!(next(&mut w), WireEvent::Gone(std::io::ErrorKind::UnexpectedEof));
+    assert!(matches!(
+        next(&mut w),
+        WireEvent::Gone {
+            kind: std::io::ErrorKind::UnexpectedEof,
+            ..
+        }
+    ));
     posted(w.send(message(2, "ping"), soon()));
     match next(&mut w) {
         WireEvent::Broken { error, exchange } => {

@@ -71,13 +71,15 @@ def derived(b):
     if b["kind"] == "client":
         identity = {"client": t["client"]}
         observation = {"client": b["client"], "domains": b["domains"], "verdict": b["verdict"]}
+    elif "url" in t:
+        identity = {k: t[k] for k in ("url", "headers", "era", "protocol_version")}
     else:
         identity = {k: t[k] for k in ("command", "cwd", "env", "era", "protocol_version")}
     if sha256_hex(identity) != t["id"]:
         return "target.id does not match what it digests"
     if b["kind"] == "check":
         observation = {
-            "program_sha256": t["program_sha256"], "era": b["era"],
+            "program_sha256": t.get("program_sha256"), "era": b["era"],
             "protocol_version": b["protocol_version"], "server": b["server"],
             "results": [[r["id"], r["status"]] for r in b["results"]],
             "could_not_run": b["could_not_run"] is not None,
@@ -96,7 +98,7 @@ def derived(b):
         return None
     tools, call = b["tools"], b["call"]
     observation = {
-        "program_sha256": t["program_sha256"], "era": b["era"],
+        "program_sha256": t.get("program_sha256"), "era": b["era"],
         "protocol_version": b["protocol_version"], "server": b["server"],
         "capabilities": b["capabilities"],
         "tools": tools and {"count": tools["count"], "names": tools["names"]},

@@ -141,6 +141,8 @@ pub struct SessionSeen {
     pub silence: Option<Silence>,
     /// Checks after which the server had exited on their input and was started again.
     pub restarts: Vec<&'static str>,
+    /// An HTTP server's main sessions (statuses, content types, session id shape, DELETE).
+    pub http: Option<crate::probe::outcome::HttpSeen>,
 }
 
 impl CheckReport {
@@ -161,6 +163,25 @@ impl CheckReport {
         }
     }
 
+    /// The report's `target`: the command as run, or an HTTP server's redacted URL,
+    /// transport and header names (its command, program and variables are then empty).
+    fn target_json(&self) -> Value {
+        let t = &self.target;
+        let mut v = json!({
+            "command": t.command,
+            "program": t.program,
+            "program_sha256": t.program_sha256,
+            "cwd": t.cwd,
+            "env": t.env_names,
+        });
+        if let (Some(url), Some(map)) = (&t.url, v.as_object_mut()) {
+            map.insert("url".into(), json!(url));
+            map.insert("transport".into(), json!(t.transport.as_str()));
+            map.insert("headers".into(), json!(t.header_names));
+        }
+        v
+    }
+
     /// The stable JSON report (`check --json`, schemas/check-report.schema.json).
     pub fn to_json(&self) -> Value {
         let c = self.counts();
@@ -168,13 +189,7 @@ impl CheckReport {
             "format": "mcp-witness/check-report/v1",
             "tool": {"name": "mcp-witness", "version": env!("CARGO_PKG_VERSION")},
             "observed_at": self.stamp.rfc3339,
-            "target": {
-                "command": self.target.command,
-                "program": self.target.program,
-                "program_sha256": self.target.program_sha256,
-                "cwd": self.target.cwd,
-                "env": self.target.env_names,
-            },
+            "target": self.target_json(),
             "era": self.era.as_str(),
             "protocol_version": self.protocol_version,
             "server": self.server.as_ref().map(|s| json!({"name": s.name, "version": s.version})),

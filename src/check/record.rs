@@ -28,19 +28,24 @@ pub fn block_body(r: &CheckReport) -> Map<String, Value> {
         "could_not_run": r.could_not_run,
         "bound": r.bound.map(crate::probe::outcome::Bound::as_str),
         "surface": r.surface.as_ref().map(crate::surface::Surface::to_json),
-        "session": session_json(&r.session),
+        "session": session_json(&r.session, t),
         "strict": r.strict,
         "duration_ms": r.duration_ms,
     });
     crate::evidence::block::body(BlockKind::Check, &r.stamp, &r.host, fields)
 }
 
-/// What the server processes showed, shaped like a probe block's `stderr` and `silence`.
-fn session_json(s: &super::model::SessionSeen) -> Value {
-    json!({
+/// What the server processes showed, shaped like a probe block's `stderr` and `silence`;
+/// for an HTTP server also its `http` facts, shaped like a probe block's.
+fn session_json(s: &super::model::SessionSeen, t: &crate::probe::outcome::TargetSeen) -> Value {
+    let mut v = json!({
         "stdout_bytes": s.stdout_bytes,
         "stderr": {"bytes": s.stderr_bytes, "tail": s.stderr_tail},
         "silence": s.silence.as_ref().map(crate::probe::outcome::Silence::to_json),
         "restarts": s.restarts,
-    })
+    });
+    if let (Some(http), Some(map)) = (&s.http, v.as_object_mut()) {
+        map.insert("http".into(), crate::probe::record::http_json(http, t));
+    }
+    v
 }

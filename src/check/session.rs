@@ -18,7 +18,7 @@ use crate::rpc::{NoReply, Reply, Rpc, Traffic};
 use crate::session::{Connector, Envelope, HandshakeError, ListSpec, Listing, Plan};
 use crate::surface::{ItemKind, Surface};
 use crate::text::truncate;
-use crate::wire::stdio::{Server, SpawnSpec, StderrLog, Teardown};
+use crate::wire::stdio::{SpawnSpec, StderrLog, Teardown};
 
 /// An opt-in tool call: the tool's name and its reply.
 pub type OptInCall = (String, Result<Reply, NoReply>);
@@ -145,7 +145,11 @@ pub struct Ctx<'o> {
     step: (&'static str, bool, u64),
     /// Redacted stderr tail of the last process that died.
     died_tail: Option<String>,
+    /// The stdio server's spawn spec, for the side runs (none over HTTP).
     spec: Option<SpawnSpec>,
+    endpoint: Option<crate::target::Endpoint>,
+    /// What each main HTTP session showed, once closed.
+    http_seen: Option<crate::probe::outcome::HttpSeen>,
     target: TargetSeen,
     stamp: clock::Stamp,
     host: String,
@@ -196,6 +200,8 @@ impl<'o> Ctx<'o> {
             step: ("start-up", false, 0),
             died_tail: None,
             spec: None,
+            endpoint: None,
+            http_seen: None,
             target: prepared.target,
             stamp,
             host,
@@ -203,8 +209,9 @@ impl<'o> Ctx<'o> {
         };
         match launched {
             Ok(launch) => {
-                ctx.spec = Some(launch.spec);
-                ctx.digest = Some(launch.digest);
+                ctx.spec = launch.endpoint.spec().cloned();
+                ctx.endpoint = Some(launch.endpoint);
+                ctx.digest = launch.digest;
             }
             Err(e) => {
                 ctx.could_not_run = Some(e);
@@ -283,14 +290,27 @@ impl<'o> Ctx<'o> {
 
     /// Starts the fresh-process initialize runs of the version-negotiation checks.
     fn start_side_runs(&mut self, versions: &[&'static str]) {
-        let Some(spec) = self.spec.clone() else { return };
+        // A stdio server's side runs read lines of a bounded length; an HTTP one's replies
+        // are bounded by its wire.
+        let endpoint = match (&self.spec, &self.endpoint) {
+            (Some(spec), _) => {
+                let mut spec = spec.clone();
+                spec.max_line = spec.max_line.min(SIDE_RUN_MAX_LINE);
+                crate::target::Endpoint::Stdio(spec)
+            }
+            (None, Some(endpoint)) => endpoint.clone(),
+            (None, None) => return,
+        };
         for &version in versions {
-            let spec = spec.clone();
+            let spec = endpoint.clone();
             let timeout = self.opts.server.timeout;
             let grace = self.opts.server.grace;
             let (tx, rx) = std::sync::mpsc::channel();
             let deadline = self.deadline;
-            let handle = std::thread::spawn(move || side_run(&spec, version, timeout, grace, deadline, tx));
+            let legacy_sse = self.target.transport == crate::target::Transport::HttpSse;
+            let handle = std::thread::spawn(move || {
+                side_run(&spec, legacy_sse, version, timeout, grace, deadline, tx)
+            });
             self.side.push((version.to_string(), rx, Some(handle)));
         }
     }
@@ -535,6 +555,24 @@ impl<'o> Ctx<'o> {
         Instant::now() >= self.deadline
     }
 
+    /// The Streamable HTTP endpoint, when the server is reached over it (not when the run
+    /// fell back to the HTTP+SSE transport of 2024-11-05).
+    pub fn http_target(&self) -> Option<&crate::target::HttpTarget> {
+        if self.target.transport != crate::target::Transport::StreamableHttp {
+            return None;
+        }
+        match &self.endpoint {
+            Some(crate::target::Endpoint::Http(t)) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// When a wait that starts now must end: after one `--timeout`, never past the run's
+    /// deadline.
+    pub fn wait_until(&self) -> Instant {
+        (Instant::now() + self.opts.server.timeout).min(self.deadline)
+    }
+
     /// How long the run may take in all.
     pub fn deadline_secs(&self) -> f64 {
         self.opts
@@ -676,6 +714,16 @@ impl<'o> Ctx<'o> {
         let stderr = self.stderr.take();
         let closing = rpc.close(self.opts.server.grace);
         let sides = self.join_side_runs();
+        if let crate::wire::Closing::Http(end) = &closing {
+            let mut end = (**end).clone();
+            for x in &mut end.facts.exchanges {
+                x.content_type = x.content_type.as_deref().map(|c| self.redactor.text(c));
+            }
+            self.http_seen
+                .get_or_insert_with(Default::default)
+                .sessions
+                .push(end);
+        }
         if let Some(mut td) = closing.into_teardown() {
             for side in sides {
                 td.escapees.extend(side.escapees);
@@ -730,6 +778,7 @@ impl<'o> Ctx<'o> {
                 stderr_tail: self.died_tail,
                 silence: self.silence,
                 restarts: self.restarts,
+                http: self.http_seen,
             },
             duration_ms,
             strict: self.opts.strict,
@@ -759,17 +808,25 @@ impl<'o> Ctx<'o> {
 
 impl Connector for Ctx<'_> {
     fn connect(&mut self) -> Result<Rpc, String> {
-        let spec = self.spec.as_ref().ok_or("the server program was not resolved")?;
-        match Server::spawn(spec) {
-            Ok(server) => {
-                self.stderr = Some(Arc::clone(&server.stderr));
-                let mut rpc = Rpc::new(Box::new(server));
-                rpc.redactor = self.redactor.clone();
-                rpc.deadline = Some(self.deadline);
-                Ok(rpc)
-            }
-            Err(e) => Err(format!("cannot start {}: {e}", spec.program.display())),
-        }
+        let endpoint = self.endpoint.as_ref().ok_or("the server was not resolved")?;
+        let wire = endpoint.connect(self.opts.server.timeout, self.deadline)?;
+        self.stderr = wire.stderr();
+        let mut rpc = Rpc::new(wire);
+        rpc.redactor = self.redactor.clone();
+        rpc.deadline = Some(self.deadline);
+        Ok(rpc)
+    }
+
+    fn connect_legacy_sse(&mut self) -> Option<Result<Rpc, String>> {
+        let endpoint = self.endpoint.as_ref()?;
+        let attempt = endpoint.connect_legacy_sse(self.opts.server.timeout, self.deadline)?;
+        Some(attempt.map_err(|failed| failed.why).map(|wire| {
+            self.target.transport = crate::target::Transport::HttpSse;
+            let mut rpc = Rpc::new(wire);
+            rpc.redactor = self.redactor.clone();
+            rpc.deadline = Some(self.deadline);
+            rpc
+        }))
     }
 
     fn retire(&mut self, rpc: Rpc) -> String {
@@ -779,8 +836,11 @@ impl Connector for Ctx<'_> {
     }
 }
 
+/// One `initialize` of `version` on a fresh connection (`legacy_sse`: over the HTTP+SSE
+/// transport the main session fell back to).
 fn side_run(
-    spec: &SpawnSpec,
+    endpoint: &crate::target::Endpoint,
+    legacy_sse: bool,
     version: &str,
     timeout: Duration,
     grace: crate::wire::stdio::Grace,
@@ -795,17 +855,19 @@ fn side_run(
         exited: None,
         unreadable: None,
     };
-    let mut spec = spec.clone();
-    spec.max_line = spec.max_line.min(SIDE_RUN_MAX_LINE);
-    let server = match Server::spawn(&spec) {
-        Ok(s) => s,
+    let connected = match endpoint.connect_legacy_sse(timeout, deadline) {
+        Some(attempt) if legacy_sse => attempt.map_err(|f| f.why),
+        _ => endpoint.connect(timeout, deadline),
+    };
+    let wire = match connected {
+        Ok(w) => w,
         Err(e) => {
             run.exited = Some(format!("could not start: {e}"));
             let _ = done.send(run);
             return None;
         }
     };
-    let mut rpc = Rpc::new(Box::new(server));
+    let mut rpc = Rpc::new(wire);
     rpc.deadline = Some(deadline);
     // Only protocolVersion and an error are read: a reply needs no more than this, text too.
     rpc.parse_budget = crate::json_budget::Budget::small(1 << 20);

@@ -15,7 +15,7 @@ use crate::check::{CheckOptions, record, report};
 /// prompts, read-only by the specification, are read: the first 3 of each (resources/read,
 /// prompts/get), with one completion/complete and logging/setLevel info when declared.
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("target").required(true).args(["command", "config", "list"])))]
+#[command(group(ArgGroup::new("target").required(true).args(["command", "config", "list", "url"])))]
 pub struct CheckArgs {
     #[command(flatten)]
     server: ServerArgs,

@@ -45,8 +45,9 @@ pub const PAGES: &[Page] = &[
             "mcp-witness probe --era auto --timeout 30 -- python -m my_server",
             "mcp-witness probe --config .vscode/mcp.json --server github",
             "mcp-witness probe --if-changed -e evidence/probes.jsonl -- node dist/index.js",
+            "mcp-witness probe --url http://127.0.0.1:3001/mcp --header-env Authorization=MCP_TOKEN",
         ],
-        exit_codes: "0 pass, 1 fail, 3 inconclusive (the server stayed silent while alive), 2 usage error or evidence not written",
+        exit_codes: "0 pass, 1 fail, 3 inconclusive (the server stayed silent while alive, or an HTTP server answered 401), 2 usage error or evidence not written",
     },
     Page {
         name: "check",
@@ -55,6 +56,7 @@ pub const PAGES: &[Page] = &[
             "mcp-witness check --list",
             "mcp-witness check --only schema --skip schema.tool_description -- ./server",
             "mcp-witness check --junit junit.xml --sarif check.sarif --github -- ./server",
+            "mcp-witness check --url http://127.0.0.1:3001/mcp --only transport",
         ],
         exit_codes: "0 no failures (and no warnings with --strict), 1 findings, 2 could not run (or evidence not written)",
     },

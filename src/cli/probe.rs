@@ -10,10 +10,11 @@ use crate::probe::outcome::{Observation, Verdict};
 use crate::probe::{CallRequest, ProbeOptions, probe, record};
 use crate::wire::stdio::ExitInfo;
 
-/// Probe a stdio MCP server: handshake, list every page of tools, optionally call one tool,
-/// tear the server down, record a signed evidence block.
+/// Probe an MCP server (a stdio command, or a Streamable HTTP endpoint with --url):
+/// handshake, list every page of tools, optionally call one tool, tear the server down (HTTP:
+/// DELETE the session), record a signed evidence block.
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("target").required(true).args(["command", "config"])))]
+#[command(group(ArgGroup::new("target").required(true).args(["command", "config", "url"])))]
 pub struct ProbeArgs {
     #[command(flatten)]
     server: ServerArgs,
@@ -166,14 +167,22 @@ fn summary(obs: &Observation) -> String {
         println!("  reason {}: {}", r.code, inert(&r.message));
     }
     if let Some(s) = &obs.silence {
-        println!(
-            "  silence: waited {} ms at {}; stdout {} bytes, stderr {} bytes; server {}",
-            s.waited_ms,
-            s.step,
-            s.stdout_bytes,
-            s.stderr_bytes,
-            if s.alive { "alive" } else { "exited" }
-        );
+        if obs.target.url.is_some() {
+            // Over HTTP: reply bodies received; there is no process to be alive.
+            println!(
+                "  silence: waited {} ms at {}; {} bytes of replies received",
+                s.waited_ms, s.step, s.stdout_bytes
+            );
+        } else {
+            println!(
+                "  silence: waited {} ms at {}; stdout {} bytes, stderr {} bytes; server {}",
+                s.waited_ms,
+                s.step,
+                s.stdout_bytes,
+                s.stderr_bytes,
+                if s.alive { "alive" } else { "exited" }
+            );
+        }
     }
     if let Some(t) = &obs.tools {
         let names = t.names.iter().map(|n| inert(n)).collect::<Vec<_>>().join(", ");
@@ -244,6 +253,42 @@ fn summary(obs: &Observation) -> String {
                 "  WARNING: processes the server started survived: {:?}",
                 td.survivors
             );
+        }
+    }
+    if let Some(h) = &obs.http {
+        for end in &h.sessions {
+            let statuses: Vec<String> = end
+                .facts
+                .exchanges
+                .iter()
+                .map(|x| {
+                    let what = x.rpc_method.as_deref().unwrap_or(x.method.as_str());
+                    let status = x.status.map_or_else(|| "-".to_string(), |s| s.to_string());
+                    format!("{} {status}", inert(what))
+                })
+                .collect();
+            let session = end.facts.session_id.map_or_else(
+                || "no session id".to_string(),
+                |s| format!("session id of {} bytes", s.length),
+            );
+            println!(
+                "  http ({}): {}; {session}",
+                obs.target.transport.as_str(),
+                statuses.join(", ")
+            );
+        }
+        if let Some(a) = &h.auth {
+            for c in &a.challenges {
+                println!("  www-authenticate: {}", inert(c));
+            }
+            if let Some(url) = &a.metadata_url {
+                let got = match (&a.metadata_status, &a.metadata_note) {
+                    (_, Some(note)) => inert(note).to_string(),
+                    (Some(s), None) => format!("HTTP {s}"),
+                    (None, None) => String::new(),
+                };
+                println!("  resource metadata: {} ({got})", inert(url));
+            }
         }
     }
     let t = &obs.timings;

@@ -12,7 +12,7 @@ use crate::config;
 use crate::evidence::append::{Outcome, append};
 use crate::evidence::keys;
 use crate::probe::EraChoice;
-use crate::target::ServerOptions;
+use crate::target::{HeaderValue, ServerOptions};
 use crate::wire::framing::DEFAULT_MAX_LINE;
 
 /// The server to run and how to talk to it.
@@ -46,6 +46,17 @@ pub struct ServerArgs {
     /// Bound on one stdout line, in bytes; a longer line is a fail.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_LINE)]
     pub max_line: usize,
+    /// The MCP endpoint of a Streamable HTTP server (plain http://), instead of a command.
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    pub url: Option<String>,
+    /// A request header for --url (repeatable). Its value is masked everywhere; only the
+    /// name is recorded. Prefer --header-env: a value here is visible in the process list.
+    #[arg(long = "header", value_name = "'NAME: VALUE'")]
+    pub header: Vec<String>,
+    /// A request header for --url whose value is read from environment variable VAR
+    /// (repeatable), so it never appears in argv. Only the name is recorded.
+    #[arg(long = "header-env", value_name = "NAME=VAR", value_parser = parse_header_env)]
+    pub header_env: Vec<(String, String)>,
     /// Show no progress line on stderr (it is shown only on a terminal, during waits over 1 s).
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -75,23 +86,74 @@ impl ServerArgs {
     /// The server options: the command, environment and folder from `-- COMMAND` or
     /// `--config/--server`, and how to talk to it.
     pub fn options(&self, verb: &str) -> Result<ServerOptions, String> {
+        let mut url = self.url.clone();
+        let mut headers: Vec<(String, HeaderValue)> = Vec::new();
         let (command, mut env, mut cwd) = match (&self.config, &self.server) {
             (Some(path), Some(name)) => {
-                if !self.command.is_empty() {
-                    return Err("give either --config/--server or a command after --, not both".into());
+                if !self.command.is_empty() || url.is_some() {
+                    return Err(
+                        "give either --config/--server, --url, or a command after --, not two".into(),
+                    );
                 }
                 let entry = config::load(path, name).map_err(|e| e.to_string())?;
-                let mut command = vec![entry.command];
-                command.extend(entry.args);
-                (command, entry.env, entry.cwd)
+                if entry.url.is_some() {
+                    url = entry.url;
+                    headers.extend(entry.headers.into_iter().map(|(n, v)| (n, HeaderValue(v))));
+                    (Vec::new(), Vec::new(), None)
+                } else {
+                    let mut command = vec![entry.command];
+                    command.extend(entry.args);
+                    (command, entry.env, entry.cwd)
+                }
             }
             _ => (self.command.clone(), Vec::new(), None),
         };
+        if let Some(first) = command.first() {
+            let lower = first.to_ascii_lowercase();
+            if lower.starts_with("http://") || lower.starts_with("https://") {
+                return Err(format!(
+                    "the command after -- is a URL: probe an HTTP server with `mcp-witness {verb} --url URL`"
+                ));
+            }
+        }
+        // Parsed here, not by clap, whose error would echo the value.
+        for text in &self.header {
+            let (name, value) = parse_header(text)?;
+            headers.push((name, HeaderValue(value)));
+        }
+        for (name, var) in &self.header_env {
+            match std::env::var(var) {
+                Ok(v) => headers.push((name.clone(), HeaderValue(v))),
+                Err(_) => {
+                    return Err(format!(
+                        "--header-env {name}={var}: environment variable {var} is not set (or not UTF-8); export it first"
+                    ));
+                }
+            }
+        }
+        if let Some(u) = &url {
+            // A URL that cannot be probed is a usage error, before any run or record.
+            let parsed = crate::http::HttpUrl::parse(u).map_err(|e| format!("--url: {e}"))?;
+            parsed.require_plain().map_err(|e| format!("--url: {e}"))?;
+        }
+        for (name, value) in &headers {
+            // Checked now (a reserved name, a line break in a value), naming the header only.
+            crate::http::message::SecretHeader::new(name, &value.0).map_err(|e| e.to_string())?;
+        }
+        if url.is_none() && !headers.is_empty() {
+            return Err("--header and --header-env go with --url (a stdio server takes --env)".into());
+        }
+        if url.is_some() && (!self.env.is_empty() || self.cwd.is_some()) {
+            return Err(
+                "--env and --cwd are for a server command; an HTTP server takes --header or --header-env"
+                    .into(),
+            );
+        }
         // The progress line is for a person watching a terminal, never for a log or a pipe.
         crate::progress::enable(!self.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()));
-        if command.is_empty() {
+        if command.is_empty() && url.is_none() {
             return Err(format!(
-                "no server command: put it after `--`, e.g. `mcp-witness {verb} -- npx -y my-server`"
+                "no server: put its command after `--`, e.g. `mcp-witness {verb} -- npx -y my-server`, or give --url"
             ));
         }
         env.extend(self.env.iter().cloned());
@@ -99,6 +161,8 @@ impl ServerArgs {
             cwd = self.cwd.clone();
         }
         let mut opts = ServerOptions::new(command);
+        opts.url = url;
+        opts.headers = headers;
         opts.env = env;
         opts.cwd = cwd;
         opts.era = self.era.into();
@@ -136,6 +200,35 @@ fn parse_secs(text: &str) -> Result<Duration, String> {
 
 pub fn parse_call_secs(text: &str) -> Result<Duration, String> {
     parse_secs(text)
+}
+
+/// `Name: value`: a header name (an HTTP token) and its value.
+fn parse_header(text: &str) -> Result<(String, String), String> {
+    match text.split_once(':') {
+        Some((n, v)) if valid_header_name(n.trim()) => Ok((n.trim().to_string(), v.trim().to_string())),
+        // The text may hold a secret: never echo it.
+        _ => Err("--header must be 'Name: value' with a name of letters, digits and - (the value is not shown here)".into()),
+    }
+}
+
+/// `Name=VAR`: a header name and the environment variable holding its value.
+fn parse_header_env(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((n, var)) if valid_header_name(n.trim()) && !var.is_empty() => {
+            Ok((n.trim().to_string(), var.to_string()))
+        }
+        _ => Err(format!(
+            "`{text}` is not NAME=VAR (a header name, then the variable holding its value)"
+        )),
+    }
+}
+
+fn valid_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 256
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 fn parse_env(text: &str) -> Result<(String, String), String> {

@@ -10,8 +10,11 @@
 //! redirects recorded and never followed, no keep-alive reuse, no GET stream, no resumption,
 //! no HTTP+SSE (2024-11-05) transport yet.
 
+pub mod auth;
 pub mod client;
+pub mod legacy_sse;
 pub mod message;
+pub mod raw;
 pub mod session;
 pub mod sse;
 pub mod url;

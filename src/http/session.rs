@@ -100,7 +100,10 @@ pub enum WireEvent {
         error: HttpError,
     },
     /// The connection was refused, reset or closed before a reply.
-    Gone(io::ErrorKind),
+    Gone {
+        exchange: Option<usize>,
+        kind: io::ErrorKind,
+    },
 }
 
 /// A non-2xx reply: enough to classify it later (a 401 challenge, a 404 session, a 405).
@@ -221,7 +224,7 @@ pub struct HttpFacts {
 }
 
 /// How the session ended.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SessionEnd {
     pub delete: DeleteOutcome,
     pub facts: HttpFacts,
@@ -345,7 +348,7 @@ impl HttpWire {
         lock(&self.state).facts.clone()
     }
 
-    fn request_bytes(&self, method: Method, body: Option<&[u8]>) -> Vec<u8> {
+    fn request_bytes(&self, method: Method, body: Option<&[u8]>, extra: &[(&str, String)]) -> Vec<u8> {
         let session = lock(&self.state).session_id.clone();
         let mut fields: Vec<(&str, &str)> = Vec::new();
         if method != Method::Delete {
@@ -354,8 +357,14 @@ impl HttpWire {
         if let Some(s) = &session {
             fields.push(("Mcp-Session-Id", s));
         }
-        if let Some(v) = &self.protocol_version {
+        let own_version = extra
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("MCP-Protocol-Version"));
+        if let Some(v) = self.protocol_version.as_ref().filter(|_| !own_version) {
             fields.push(("MCP-Protocol-Version", v));
+        }
+        for (n, v) in extra {
+            fields.push((n, v));
         }
         Request {
             method,
@@ -382,6 +391,18 @@ impl HttpWire {
     /// POSTs one JSON-RPC message, connecting and writing before `deadline`. The reply is read
     /// on a thread of its own and comes through [`HttpWire::next`].
     pub fn send(&mut self, message: Vec<u8>, deadline: Instant) -> Sent {
+        self.send_with(message, &[], deadline)
+    }
+
+    /// [`HttpWire::send`] with more request headers (visible ASCII values only; others are
+    /// dropped): the mirrored `Mcp-Method`/`Mcp-Name` of the 2026-07-28 era, and an
+    /// `MCP-Protocol-Version` of this message that replaces the session's.
+    pub fn send_with(&mut self, message: Vec<u8>, extra: &[(&str, String)], deadline: Instant) -> Sent {
+        let extra: Vec<(&str, String)> = extra
+            .iter()
+            .filter(|(_, v)| v.len() <= 1024 && v.bytes().all(|b| (0x20..=0x7e).contains(&b)))
+            .cloned()
+            .collect();
         self.reap();
         if lock(&self.state).closing {
             return Sent::Closed;
@@ -400,7 +421,7 @@ impl HttpWire {
             .filter(|p| p.method.is_some())
             .and_then(|p| p.id.clone());
         let initialize = rpc_method.as_deref() == Some("initialize");
-        let bytes = self.request_bytes(Method::Post, Some(&message));
+        let bytes = self.request_bytes(Method::Post, Some(&message), &extra);
         let index = self.record(Exchange {
             method: Method::Post,
             rpc_method,
@@ -492,7 +513,7 @@ impl HttpWire {
         self.stop_readers();
         let has_session = lock(&self.state).session_id.is_some();
         let delete = if has_session {
-            let bytes = self.request_bytes(Method::Delete, None);
+            let bytes = self.request_bytes(Method::Delete, None, &[]);
             let index = self.record(Exchange {
                 method: Method::Delete,
                 rpc_method: None,
@@ -591,8 +612,14 @@ fn error_event(index: Option<usize>, e: HttpError) -> WireEvent {
             | io::ErrorKind::ConnectionAborted
             | io::ErrorKind::BrokenPipe
             | io::ErrorKind::ConnectionRefused),
-        ) => WireEvent::Gone(k),
-        HttpError::ClosedEarly => WireEvent::Gone(io::ErrorKind::UnexpectedEof),
+        ) => WireEvent::Gone {
+            exchange: index,
+            kind: k,
+        },
+        HttpError::ClosedEarly => WireEvent::Gone {
+            exchange: index,
+            kind: io::ErrorKind::UnexpectedEof,
+        },
         error => WireEvent::Broken {
             exchange: index,
             error,

@@ -47,6 +47,7 @@ impl Run<'_> {
     /// Records why the handshake opened no session.
     fn handshake_failed(&mut self, e: HandshakeError) -> Stop {
         let code = match &e {
+            HandshakeError::Connect(_) if self.opts.server.url.is_some() => ReasonCode::Unreachable,
             HandshakeError::Connect(_) => ReasonCode::SpawnFailed,
             HandshakeError::NoReply { step, why } => return self.no_reply(step, why.clone()),
             HandshakeError::ErrorReply { .. } => ReasonCode::InitializeError,
@@ -119,18 +120,49 @@ impl Run<'_> {
 }
 
 impl Connector for Run<'_> {
-    /// Spawns a fresh server process.
+    /// A fresh connection: a server process spawned, or the HTTP endpoint resolved.
     fn connect(&mut self) -> Result<Rpc, String> {
-        let spec = self.spec.as_ref().ok_or("the server program was not resolved")?;
-        match crate::wire::stdio::Server::spawn(spec) {
-            Ok(server) => {
-                let mut rpc = Rpc::new(Box::new(server));
+        let endpoint = self.endpoint.as_ref().ok_or("the server was not resolved")?;
+        let deadline = self.started + self.deadline();
+        // A reply stream is read as long as the longest wait for a reply may last.
+        let reply_wait = match &self.opts.call {
+            Some(c) => c.timeout.max(self.opts.server.timeout),
+            None => self.opts.server.timeout,
+        };
+        let wire = endpoint.connect(reply_wait, deadline)?;
+        let mut rpc = Rpc::new(wire);
+        rpc.redactor = self.redactor.clone();
+        rpc.deadline = Some(deadline);
+        Ok(rpc)
+    }
+
+    /// The HTTP+SSE fallback: the transport is recorded as `http_sse` once it opens; a failed
+    /// attempt's facts join the record.
+    fn connect_legacy_sse(&mut self) -> Option<Result<Rpc, String>> {
+        let endpoint = self.endpoint.as_ref()?;
+        let deadline = self.started + self.deadline();
+        let attempt = endpoint.connect_legacy_sse(self.opts.server.timeout, deadline)?;
+        Some(match attempt {
+            Ok(wire) => {
+                self.obs.target.transport = crate::target::Transport::HttpSse;
+                let mut rpc = Rpc::new(wire);
                 rpc.redactor = self.redactor.clone();
-                rpc.deadline = Some(self.started + self.deadline());
+                rpc.deadline = Some(deadline);
                 Ok(rpc)
             }
-            Err(e) => Err(format!("cannot start {}: {e}", spec.program.display())),
-        }
+            Err(crate::wire::http::SseFallbackFailed { why, facts }) => {
+                if let Some(facts) = facts {
+                    self.obs.http.get_or_insert_with(Default::default).sessions.push(
+                        crate::http::SessionEnd {
+                            delete: crate::http::DeleteOutcome::NoSession,
+                            facts,
+                            readers_left: 0,
+                        },
+                    );
+                }
+                Err(why)
+            }
+        })
     }
 
     /// Tears down the discovery process of `auto`, keeping its survivors and escapees for

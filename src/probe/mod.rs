@@ -16,7 +16,8 @@ use serde_json::Value;
 use crate::clock;
 use crate::redact::Redactor;
 use crate::rpc::{NoReply, Rpc};
-use crate::wire::stdio::{ExitInfo, SpawnSpec};
+use crate::wire::Closing;
+use crate::wire::stdio::ExitInfo;
 use outcome::*;
 
 pub use crate::mcp::EraChoice;
@@ -54,7 +55,7 @@ pub(crate) type Step<T> = Result<T, Stop>;
 /// The state of one probe run.
 pub(crate) struct Run<'o> {
     opts: &'o ProbeOptions,
-    spec: Option<SpawnSpec>,
+    endpoint: Option<crate::target::Endpoint>,
     rpc: Option<Rpc>,
     /// What every request of the session carries (`_meta` in the modern era).
     envelope: crate::session::Envelope,
@@ -110,6 +111,7 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
         stderr_tail: None,
         timings: Timings::default(),
         teardown: None,
+        http: None,
     };
     let mut redactor = prepared.redactor;
     if let Some(call) = &opts.call {
@@ -118,7 +120,7 @@ pub fn probe(opts: &ProbeOptions) -> Observation {
     }
     let mut run = Run {
         opts,
-        spec: None,
+        endpoint: None,
         rpc: None,
         envelope: crate::session::Envelope {
             era,
@@ -148,8 +150,12 @@ impl Run<'_> {
     ) -> Option<crate::target::DigestJob> {
         match launched {
             Ok(launch) => {
-                self.spec = Some(launch.spec);
-                Some(launch.digest)
+                self.endpoint = Some(launch.endpoint);
+                launch.digest
+            }
+            Err(e) if self.opts.server.url.is_some() => {
+                self.fail(ReasonCode::BadUrl, e);
+                None
             }
             Err(e) if self.opts.server.command.is_empty() => {
                 self.fail(ReasonCode::NoCommand, e);
@@ -163,7 +169,7 @@ impl Run<'_> {
     }
 
     fn session(&mut self) -> Step<()> {
-        if self.spec.is_none() {
+        if self.endpoint.is_none() {
             return Err(Stop);
         }
         self.handshake()?;
@@ -227,10 +233,15 @@ impl Run<'_> {
                     )
                 } else {
                     self.obs.bound = Some(Bound::Timeout);
+                    let alive = if self.opts.server.url.is_some() {
+                        "" // an HTTP server has no process to watch
+                    } else {
+                        " while the server was alive"
+                    };
                     Reason::new(
                         ReasonCode::NoReply,
                         format!(
-                            "no reply to {step} within {waited_ms} ms while the server was alive{detail}; raise the wait with --timeout"
+                            "no reply to {step} within {waited_ms} ms{alive}{detail}; raise the wait with --timeout"
                         ),
                     )
                 };
@@ -275,6 +286,26 @@ impl Run<'_> {
                 ReasonCode::DuplicateIdKey,
                 format!("a reply while waiting for {step} has the `id` key {keys} times: which request it answers is ambiguous"),
             ),
+            NoReply::Refused(r) if r.status == 401 => self.auth_required(step, *r),
+            NoReply::Refused(r) if r.location.is_some() || (300..400).contains(&r.status) => self.fail(
+                ReasonCode::HttpRedirect,
+                format!(
+                    "{step} {}",
+                    crate::rpc::describe_no_reply(&NoReply::Refused(r))
+                ),
+            ),
+            NoReply::Refused(r) => self.fail(
+                ReasonCode::HttpStatus,
+                format!(
+                    "{step} {}",
+                    crate::rpc::describe_no_reply(&NoReply::Refused(r))
+                ),
+            ),
+            NoReply::Unreachable { kind } => self.fail(
+                ReasonCode::Unreachable,
+                format!("could not connect to send {step} ({kind}): check that the server is running and the URL's host and port"),
+            ),
+            NoReply::Lost { why } => self.fail(ReasonCode::ReplyLost, format!("{step} {}", crate::rpc::describe_no_reply(&NoReply::Lost { why }))),
             NoReply::ErrorWithNullId { code, message } => {
                 let code = code.map_or_else(|| "without a code".to_string(), |c| format!("{c}"));
                 self.fail(
@@ -285,13 +316,45 @@ impl Run<'_> {
         }
     }
 
+    /// A 401: credentials are missing or refused. Inconclusive, with the challenge and, from
+    /// the endpoint's own origin, the protected resource metadata.
+    fn auth_required(&mut self, step: &str, r: crate::wire::Refusal) -> Stop {
+        if let Some(crate::target::Endpoint::Http(t)) = &self.endpoint {
+            let deadline = self.started + self.deadline();
+            let seen = crate::http::auth::inspect(&t.url, &r.www_authenticate, deadline);
+            self.obs.http.get_or_insert_with(Default::default).auth = Some(seen);
+        }
+        self.obs.verdict = Verdict::Inconclusive;
+        let given = if self.opts.server.headers.is_empty() {
+            "no credentials were given: pass them with --header-env 'Authorization=VAR' (the value read from $VAR)"
+        } else {
+            "the credentials given were refused: check the --header/--header-env values"
+        };
+        let message = format!("{step} was answered HTTP 401 (authorization required); {given}");
+        self.obs.reasons.push(Reason::new(
+            ReasonCode::AuthRequired,
+            crate::text::truncate(&self.redactor.text(&message), 1024),
+        ));
+        Stop
+    }
+
     /// Tears down the current process (if any), keeping its stderr byte count.
     pub(crate) fn stop_server(&mut self) -> Option<crate::wire::stdio::Teardown> {
         let mut rpc = self.rpc.take()?;
         let traffic = std::mem::take(&mut rpc.traffic);
         self.obs.traffic = merge_traffic(std::mem::take(&mut self.obs.traffic), traffic);
         let stderr = rpc.wire().stderr();
-        let mut teardown = rpc.close(self.opts.server.grace).into_teardown()?;
+        let mut teardown = match rpc.close(self.opts.server.grace) {
+            Closing::Process(td) => td,
+            Closing::Http(end) => {
+                self.obs
+                    .http
+                    .get_or_insert_with(Default::default)
+                    .sessions
+                    .push(*end);
+                return None;
+            }
+        };
         for e in &mut teardown.escapees {
             e.argv = self.redactor.argv(&e.argv);
         }
@@ -355,6 +418,9 @@ impl Run<'_> {
             }
         }
         self.obs.era_detection = self.obs.era_detection.as_deref().map(|d| r.text(d));
+        if let Some(h) = &mut self.obs.http {
+            h.redact(r);
+        }
         self.obs.timings.total = self.started.elapsed().as_millis() as u64;
         if self.obs.verdict == Verdict::Pass && !self.obs.reasons.is_empty() {
             self.obs.verdict = Verdict::Fail;

@@ -43,6 +43,12 @@ pub enum ReasonCode {
     ProgramNotFound,
     ProgramUnreadable,
     SpawnFailed,
+    BadUrl,
+    Unreachable,
+    HttpStatus,
+    HttpRedirect,
+    ReplyLost,
+    AuthRequired,
     NoReply,
     Deadline,
     ServerExited,
@@ -76,6 +82,12 @@ impl ReasonCode {
         ReasonCode::ProgramNotFound,
         ReasonCode::ProgramUnreadable,
         ReasonCode::SpawnFailed,
+        ReasonCode::BadUrl,
+        ReasonCode::Unreachable,
+        ReasonCode::HttpStatus,
+        ReasonCode::HttpRedirect,
+        ReasonCode::ReplyLost,
+        ReasonCode::AuthRequired,
         ReasonCode::NoReply,
         ReasonCode::Deadline,
         ReasonCode::ServerExited,
@@ -108,6 +120,12 @@ impl ReasonCode {
             ReasonCode::ProgramNotFound => "program_not_found",
             ReasonCode::ProgramUnreadable => "program_unreadable",
             ReasonCode::SpawnFailed => "spawn_failed",
+            ReasonCode::BadUrl => "bad_url",
+            ReasonCode::Unreachable => "unreachable",
+            ReasonCode::HttpStatus => "http_status",
+            ReasonCode::HttpRedirect => "http_redirect",
+            ReasonCode::ReplyLost => "reply_lost",
+            ReasonCode::AuthRequired => "auth_required",
             ReasonCode::NoReply => "no_reply",
             ReasonCode::Deadline => "deadline",
             ReasonCode::ServerExited => "server_exited",
@@ -276,6 +294,13 @@ pub struct TargetSeen {
     pub era: crate::mcp::EraChoice,
     /// `--protocol-version`, when given.
     pub protocol_version: Option<String>,
+    /// The transport asked for (`stdio`, or `streamable_http` for a URL; `http_sse` once
+    /// the fallback to the 2024-11-05 transport was taken).
+    pub transport: crate::target::Transport,
+    /// The redacted URL of an HTTP target.
+    pub url: Option<String>,
+    /// The names of the request headers given (never their values), in order.
+    pub header_names: Vec<String>,
 }
 
 /// Durations in milliseconds.
@@ -319,7 +344,38 @@ pub struct Observation {
     pub stderr_tail: Option<String>,
     pub timings: Timings,
     pub teardown: Option<Teardown>,
+    /// What the HTTP transport showed (an HTTP target only).
+    pub http: Option<HttpSeen>,
 }
+
+/// The HTTP side of a probe: each connection's facts and how it ended, and, after a 401,
+/// what the server said about its authorization.
+#[derive(Debug, Clone, Default)]
+pub struct HttpSeen {
+    /// One per connection, in order (under `--era auto`, the discovery connection first).
+    pub sessions: Vec<crate::http::SessionEnd>,
+    pub auth: Option<AuthSeen>,
+}
+
+impl HttpSeen {
+    /// Masks secrets in the server's text kept here.
+    pub fn redact(&mut self, r: &crate::redact::Redactor) {
+        for s in &mut self.sessions {
+            for x in &mut s.facts.exchanges {
+                x.content_type = x.content_type.as_deref().map(|c| r.text(c));
+            }
+        }
+        if let Some(a) = &mut self.auth {
+            // A challenge is `Scheme param=...`: only the run's own secrets are masked in it.
+            a.challenges = a.challenges.iter().map(|c| r.literals(c)).collect();
+            if let Some(doc) = &mut a.metadata {
+                r.json(doc);
+            }
+        }
+    }
+}
+
+pub use crate::http::auth::AuthSeen;
 
 #[cfg(test)]
 mod tests {

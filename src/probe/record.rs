@@ -15,8 +15,20 @@ pub fn target_id(t: &TargetSeen) -> String {
     target_json(t)["id"].as_str().unwrap_or_default().to_string()
 }
 
-/// The `target` object of a block.
+/// The `target` object of a block. An HTTP target has no program, folder or variables: it
+/// records the redacted URL, the transport and the header names (never their values).
 pub fn target_json(t: &TargetSeen) -> Value {
+    if let Some(url) = &t.url {
+        let mut target = json!({
+            "url": url,
+            "transport": t.transport.as_str(),
+            "headers": t.header_names,
+            "era": t.era.as_str(),
+            "protocol_version": t.protocol_version,
+        });
+        target["id"] = BlockKind::Probe.target_id(&target).into();
+        return target;
+    }
     let mut target = json!({
         "command": t.command,
         "program": t.program,
@@ -107,6 +119,7 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
         })
     });
     let tm = &obs.timings;
+    let http = obs.http.as_ref().map(|h| http_json(h, t));
 
     let fields = json!({
         "target": target,
@@ -147,6 +160,55 @@ pub fn block_body(obs: &Observation) -> Map<String, Value> {
         },
         "teardown": teardown,
     });
+    let mut fields = fields;
+    if let (Some(http), Some(map)) = (http, fields.as_object_mut()) {
+        map.insert("http".into(), http);
+    }
     // observation_sha256 is the kind's digest of these fields: equal digests mean nothing changed.
     crate::evidence::block::body(BlockKind::Probe, &obs.stamp, &obs.host, fields)
+}
+
+/// The `http` object of a block: per connection its exchanges (method, status, content
+/// type, framing, whether a session id came and its length, never its value), redirects and
+/// the DELETE; after a 401, the challenge and the resource metadata.
+pub fn http_json(h: &super::outcome::HttpSeen, t: &TargetSeen) -> Value {
+    use crate::http::DeleteOutcome;
+    let connections: Vec<Value> = h
+        .sessions
+        .iter()
+        .map(|s| {
+            let f = &s.facts;
+            let (delete, delete_error) = match &s.delete {
+                DeleteOutcome::NoSession => ("no_session", None),
+                DeleteOutcome::Status(_) if s.delete.accepted() => ("accepted", None),
+                DeleteOutcome::Status(_) => ("refused", None),
+                DeleteOutcome::Failed(e) => ("failed", Some(e.code())),
+            };
+            json!({
+                "exchanges": serde_json::to_value(&f.exchanges).unwrap_or_default(),
+                "exchanges_dropped": f.exchanges_dropped,
+                "session_id": f.session_id.map(|s| json!({"length": s.length, "visible_ascii": s.visible_ascii})),
+                "session_id_changed": f.session_id_changed,
+                "redirects": serde_json::to_value(&f.redirects).unwrap_or_default(),
+                "delete": delete,
+                "delete_status": f.delete_status,
+                "delete_error": delete_error,
+                "readers_left": s.readers_left,
+            })
+        })
+        .collect();
+    let auth = h.auth.as_ref().map(|a| {
+        json!({
+            "challenges": a.challenges,
+            "metadata_url": a.metadata_url,
+            "metadata_status": a.metadata_status,
+            "metadata": a.metadata,
+            "metadata_note": a.metadata_note,
+        })
+    });
+    json!({
+        "transport": t.transport.as_str(),
+        "connections": connections,
+        "auth": auth,
+    })
 }

@@ -164,7 +164,7 @@ pub(crate) fn open(
         Err(e) => return (None, hs, Err(HandshakeError::Connect(e))),
     };
     let outcome = match plan.choice {
-        EraChoice::Legacy => legacy(&mut rpc, plan, &mut hs),
+        EraChoice::Legacy => legacy_or_sse(conn, &mut rpc, plan, &mut hs),
         EraChoice::Modern => match discover(&mut rpc, plan, &mut hs) {
             Ok(Discovered::Modern) => Ok(()),
             Ok(Discovered::NotModern(why)) => Err(HandshakeError::NotModern(why)),
@@ -185,18 +185,61 @@ pub(crate) fn open(
                 });
                 hs.discover_ms = discover_ms;
                 hs.detection = Some(format!(
-                    "server/discover {why}; fell back to legacy on a fresh process{ended}"
+                    "server/discover {why}; fell back to legacy on a fresh connection{ended}"
                 ));
                 rpc = match conn.connect() {
                     Ok(rpc) => rpc,
                     Err(e) => return (None, hs, Err(HandshakeError::Connect(e))),
                 };
-                legacy(&mut rpc, plan, &mut hs)
+                legacy_or_sse(conn, &mut rpc, plan, &mut hs)
             }
             Err(e) => Err(e),
         },
     };
+    // A modern session's messages carry the version in `_meta` (the HTTP wire mirrors it);
+    // the wire learns it too, for messages that carry none (raw robustness input).
+    if outcome.is_ok()
+        && hs.era == Era::Modern
+        && let Some(v) = &hs.version
+    {
+        rpc.negotiated(v);
+    }
     (Some(rpc), hs, outcome)
+}
+
+/// The legacy handshake; when an HTTP endpoint refuses the initialize POST with 400, 404 or
+/// 405 (the statuses the 2025-11-25 transport names), the same handshake over the HTTP+SSE
+/// transport of 2024-11-05 on a fresh connection. When that cannot be opened either, the
+/// first refusal stands (the attempt is in the connector's record).
+fn legacy_or_sse(
+    conn: &mut dyn Connector,
+    rpc: &mut Rpc,
+    plan: &Plan,
+    hs: &mut Handshake,
+) -> Result<(), HandshakeError> {
+    let first = legacy(rpc, plan, hs);
+    let refused = match &first {
+        Err(HandshakeError::NoReply {
+            why: NoReply::Refused(r),
+            ..
+        }) if matches!(r.status, 400 | 404 | 405) => r.status,
+        _ => return first,
+    };
+    match conn.connect_legacy_sse() {
+        Some(Ok(fresh)) => {
+            let old = std::mem::replace(rpc, fresh);
+            let ended = conn.retire(old);
+            let note = format!(
+                "initialize was refused with HTTP {refused}; fell back to the HTTP+SSE transport (2024-11-05){ended}"
+            );
+            hs.detection = Some(match hs.detection.take() {
+                Some(d) => format!("{d}; {note}"),
+                None => note,
+            });
+            legacy(rpc, plan, hs)
+        }
+        _ => first,
+    }
 }
 
 /// `initialize`, then `notifications/initialized` once it answered with an object.
@@ -215,6 +258,10 @@ fn legacy(rpc: &mut Rpc, plan: &Plan, hs: &mut Handshake) -> Result<(), Handshak
                 .map(|v| v.chars().take(64).collect());
             hs.server = crate::mcp::server_info(map.get("serverInfo"));
             hs.result = Some(map);
+            // From here on the wire may carry the version (HTTP: `MCP-Protocol-Version`).
+            if let Some(v) = &hs.version {
+                rpc.negotiated(v);
+            }
             rpc.notify("notifications/initialized", None);
             Ok(())
         }
@@ -298,6 +345,14 @@ fn discover(rpc: &mut Rpc, plan: &Plan, hs: &mut Handshake) -> Result<Discovered
                 )));
             }
             Err(NoReply::Exited) if auto => return Ok(Discovered::NotModern("made the server exit".into())),
+            // A status without a JSON-RPC answer (HTTP 400, 404, 405...): not a modern
+            // server. A 401 is no answer at all: credentials are missing.
+            Err(NoReply::Refused(r)) if auto && r.status != 401 && r.location.is_none() => {
+                return Ok(Discovered::NotModern(format!(
+                    "was refused with HTTP {}",
+                    r.status
+                )));
+            }
             Err(why) => {
                 return Err(HandshakeError::NoReply {
                     step: "server/discover",

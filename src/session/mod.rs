@@ -23,6 +23,12 @@ pub(crate) trait Connector {
     /// Ends a connection the handshake is done with; returns how it ended, in words, for the
     /// record (e.g. ` (that process ended by stdin_eof after 3 ms)`), or an empty string.
     fn retire(&mut self, rpc: Rpc) -> String;
+    /// Opens a connection over the HTTP+SSE transport of 2024-11-05, the fallback when an
+    /// HTTP endpoint refuses the initialize POST; `None` where there is no such fallback
+    /// (stdio).
+    fn connect_legacy_sse(&mut self) -> Option<Result<Rpc, String>> {
+        None
+    }
 }
 
 /// What every request of a session carries: in the modern era, `_meta` with the protocol

@@ -1,10 +1,12 @@
 //! How bytes reach a server and come back: the seam between a session and its transport.
 //! A wire knows nothing of MCP: it delivers whole messages (frames), says when the server is
 //! gone, and ends the connection reporting how. The session engine (`crate::session`) drives
-//! any wire the same way; `stdio` is a spawned process on pipes.
+//! any wire the same way; `stdio` is a spawned process on pipes, `http` a Streamable HTTP
+//! endpoint.
 
 pub mod descendants;
 pub mod framing;
+pub mod http;
 pub mod stdio;
 
 use std::sync::{Arc, Mutex};
@@ -39,6 +41,26 @@ pub enum Sent {
     Closed,
     /// The server has not taken its input for as long as we were willing to wait.
     Full,
+    /// No connection could be made (HTTP: refused, reset, or the connect timed out).
+    Unreachable(std::io::ErrorKind),
+}
+
+/// A request the server refused at the transport level (HTTP: a non-2xx status whose body
+/// is no JSON-RPC answer, or any 401): enough for the record to say what happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The JSON-RPC id of the refused message (`None`: a notification, a response, a raw
+    /// message, or an exchange past the recorded ones).
+    pub id: Option<serde_json::Value>,
+    pub status: u16,
+    /// Server text, cut to 1 KiB: make it inert to print it.
+    pub content_type: Option<String>,
+    /// Every `WWW-Authenticate` challenge, as sent (server text).
+    pub www_authenticate: Vec<String>,
+    /// A redirect's redacted `Location` (redirects are never followed).
+    pub location: Option<String>,
+    /// The start of the body, lossily decoded and cut to 512 bytes (server text).
+    pub body: String,
 }
 
 /// Something the server did.
@@ -50,6 +72,14 @@ pub enum WireEvent {
     OutputClosed,
     /// The server process exited (it has been reaped).
     Exited(ExitInfo),
+    /// The server refused a message (HTTP status).
+    Refused(Refusal),
+    /// A reply stream broke off or its connection went away (HTTP), with the id of the
+    /// request it was to answer when known, and what went wrong in words.
+    Lost {
+        id: Option<serde_json::Value>,
+        why: String,
+    },
 }
 
 /// Byte counts and timing of a wire, for the silence record.
@@ -68,6 +98,8 @@ pub struct WireStats {
 pub enum Closing {
     /// A spawned process was stopped.
     Process(Teardown),
+    /// An HTTP session was ended: the DELETE and the HTTP facts of every exchange.
+    Http(Box<crate::http::SessionEnd>),
 }
 
 impl Closing {
@@ -75,6 +107,7 @@ impl Closing {
     pub fn into_teardown(self) -> Option<Teardown> {
         match self {
             Closing::Process(t) => Some(t),
+            Closing::Http(_) => None,
         }
     }
 }
@@ -101,4 +134,7 @@ pub trait Wire: Send {
     fn stderr(&self) -> Option<Arc<Mutex<StderrLog>>>;
     /// Ends the connection (stdio: the measured teardown) and says how it ended.
     fn close(self: Box<Self>, grace: Grace) -> Closing;
+    /// The handshake settled on `version`: a wire that carries it outside the messages
+    /// (HTTP: `MCP-Protocol-Version` on every later request) takes note. Stdio: nothing.
+    fn negotiated(&mut self, _version: &str) {}
 }

@@ -1,9 +1,10 @@
 """A tiny MCP server on the Python SDK (`mcp`), serving Streamable HTTP on 127.0.0.1, for
 tests/http_client.rs. Two tools, `add` and `echo`.
 
-usage: py_streamable.py PORT [--json] [--stateless]
+usage: py_streamable.py PORT [--json] [--stateless] [--sse]
   --json       reply with application/json bodies instead of SSE streams
   --stateless  no sessions (no Mcp-Session-Id)
+  --sse        serve the HTTP+SSE transport of 2024-11-05 instead (GET /sse, POST /messages/)
 """
 
 import sys
@@ -26,6 +27,9 @@ def echo(text: str) -> str:
 
 
 if __name__ == "__main__":
+    if "--sse" in sys.argv[2:]:
+        server.run("sse", host="127.0.0.1", port=int(sys.argv[1]))
+        sys.exit(0)
     server.run(
         "streamable-http",
         host="127.0.0.1",

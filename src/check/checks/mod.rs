@@ -11,6 +11,7 @@ mod robustness;
 mod schema;
 mod schema_json;
 mod security;
+mod transport;
 
 use super::model::{CheckResult, Severity, Status};
 use super::session::Ctx;
@@ -236,6 +237,17 @@ const fn side_runs(versions: &'static [&'static str], c: Check) -> Check {
     }
 }
 
+/// Grades what only an HTTP server has (statuses, headers, sessions).
+const fn http_only(c: Check) -> Check {
+    Check {
+        needs: Needs {
+            transport: Some(crate::wire::Transport::Http),
+            ..c.needs
+        },
+        ..c
+    }
+}
+
 /// Grades what only a stdio server has (stdout, stderr, the process).
 const fn stdio_only(c: Check) -> Check {
     Check {
@@ -271,6 +283,8 @@ pub(crate) const SPEC_PAGINATION: &str =
     "https://modelcontextprotocol.io/specification/2025-11-25/server/utilities/pagination";
 pub(crate) const SPEC_TRANSPORTS: &str =
     "https://modelcontextprotocol.io/specification/2025-11-25/basic/transports";
+pub(crate) const SPEC_HTTP: &str =
+    "https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#streamable-http";
 pub(crate) const SPEC_DISCOVER: &str =
     "https://modelcontextprotocol.io/specification/2026-07-28/server/discover";
 pub(crate) const SPEC_VERSIONING: &str =
@@ -953,6 +967,69 @@ pub const ALL: &[Check] = &[
         "Declare `logging` in your capabilities if you send notifications/message, or log to stderr instead.",
         negative::log_without_capability,
     ),
+    http_only(rejects(check(
+        "transport.session.unknown",
+        "a request with a session id the server never gave gets 404",
+        SPEC_HTTP,
+        "Answer a request whose Mcp-Session-Id you do not know with 404 Not Found, so the client starts a new session.",
+        transport::unknown_session,
+    ))),
+    http_only(rejects(check(
+        "transport.session.deleted",
+        "a request in a session ended by DELETE gets 404",
+        SPEC_HTTP,
+        "Forget a session on DELETE and answer its later requests with 404 Not Found.",
+        transport::deleted_session,
+    ))),
+    http_only(rejects(check(
+        "transport.protocol_version.bad",
+        "an unsupported MCP-Protocol-Version header gets 400",
+        SPEC_HTTP,
+        "Validate MCP-Protocol-Version on every request after initialization; answer an unsupported one with 400 Bad Request.",
+        transport::bad_protocol_version,
+    ))),
+    http_only(rejects(check(
+        "transport.origin.foreign",
+        "a request with a foreign Origin gets 403",
+        SPEC_HTTP,
+        "Validate the Origin header on every request and answer one you do not serve with 403 Forbidden (DNS rebinding).",
+        transport::foreign_origin,
+    ))),
+    http_only(rejects(check(
+        "transport.host.foreign",
+        "a local server refuses a foreign Host with 403 (DNS rebinding)",
+        SPEC_HTTP,
+        "Check the Host header against the names you serve (localhost, 127.0.0.1) and refuse others with 403.",
+        transport::foreign_host,
+    ))),
+    http_only(rejects(check(
+        "transport.accept",
+        "a POST that accepts neither JSON nor an event stream gets 406",
+        SPEC_HTTP,
+        "Answer a POST whose Accept lists neither application/json nor text/event-stream with 406 Not Acceptable.",
+        transport::accept,
+    ))),
+    http_only(rejects(check(
+        "transport.content_type",
+        "a body that is not sent as application/json gets 415",
+        SPEC_HTTP,
+        "Answer a POST whose Content-Type is not application/json with 415 Unsupported Media Type.",
+        transport::content_type,
+    ))),
+    http_only(rejects(check(
+        "transport.batch",
+        "a JSON-RPC batch is rejected (batching was removed in 2025-06-18)",
+        SPEC_HTTP,
+        "Reject a JSON array body with a 4xx: since 2025-06-18 each POST carries one message.",
+        transport::batch,
+    ))),
+    http_only(malformed(check(
+        "transport.error_body",
+        "an unparsable body gets 400 with a JSON-RPC error (-32700)",
+        SPEC_HTTP,
+        "Answer a body that is not JSON with 400 and a JSON-RPC error body {\"error\": {\"code\": -32700, …}}, so clients can show why.",
+        transport::error_body,
+    ))),
     stdio_only(check(
         "hygiene.stdout_purity",
         "stdout carries only JSON-RPC messages",

@@ -24,6 +24,7 @@ pub const GROUPS: &[&str] = &[
     "robustness",
     "security",
     "traffic",
+    "transport",
     "hygiene",
 ];
 

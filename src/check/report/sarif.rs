@@ -125,6 +125,9 @@ mod tests {
             env_names: vec![],
             era: crate::mcp::EraChoice::Legacy,
             protocol_version: None,
+            transport: crate::target::Transport::Stdio,
+            url: None,
+            header_names: vec![],
         }
     }
 

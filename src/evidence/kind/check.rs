@@ -45,6 +45,8 @@ pub const FIELDS: &[Field] = &[
             Field::req("stderr", probe::STDERR),
             Field::req("silence", probe::SILENCE),
             Field::req("restarts", Shape::Array(&Shape::Str, None)),
+            // HTTP targets only: the main sessions' HTTP facts, as a probe block's `http`.
+            Field::opt("http", probe::HTTP),
         ]),
     ),
     Field::opt("surface", super::surface::CHECK),

@@ -11,8 +11,119 @@ const SAFE: i64 = crate::evidence::canonical::MAX_SAFE_INTEGER as i64;
 const PID: Shape = Shape::Int(1, 4_294_967_295);
 const MILLIS_OR_NULL: Shape = Shape::OrNull(&MILLIS);
 
-/// The `target` of probe and check blocks: the server command as it was run.
-pub const TARGET: Shape = Shape::Obj(&[
+/// The `target` of probe and check blocks: the server command as it was run, or an HTTP
+/// server's redacted URL, transport and header names.
+pub const TARGET: Shape = Shape::OneOf(&[STDIO_TARGET, HTTP_TARGET]);
+
+/// An HTTP target: no program, folder or variables; header names only, never values.
+const HTTP_TARGET: Shape = Shape::Obj(&[
+    Field::req("id", SHA256),
+    Field::req("url", Shape::Str),
+    Field::req("transport", Shape::Enum(&["streamable_http", "http_sse"])),
+    Field::req("headers", STRINGS),
+    Field::req("era", Shape::Enum(&["legacy", "modern", "auto"])),
+    Field::req("protocol_version", Shape::OrNull(&Shape::Str)),
+]);
+
+/// A session id's shape (never its value).
+const SESSION_ID: Shape = Shape::OrNull(&Shape::Obj(&[
+    Field::req("length", COUNT),
+    Field::req("visible_ascii", Shape::Bool),
+]));
+
+const OPT_STR: Shape = Shape::OrNull(&Shape::Str);
+const STATUS: Shape = Shape::OrNull(&Shape::Int(0, 999));
+
+/// `http`: what the HTTP transport showed (HTTP targets only): per connection every
+/// exchange's method, status, content type, framing, session id shape and how reading
+/// ended, the redirects and the DELETE; after a 401 the challenge and resource metadata.
+pub const HTTP: Shape = Shape::Obj(&[
+    Field::req("transport", Shape::Enum(&["streamable_http", "http_sse"])),
+    Field::req(
+        "connections",
+        Shape::Array(
+            &Shape::Obj(&[
+                Field::req(
+                    "exchanges",
+                    Shape::Array(
+                        &Shape::Obj(&[
+                            Field::req("method", Shape::Enum(&["GET", "POST", "DELETE"])),
+                            Field::req("rpc_method", OPT_STR),
+                            Field::req("status", STATUS),
+                            Field::req("content_type", OPT_STR),
+                            Field::req(
+                                "framing",
+                                Shape::OrNull(&Shape::OneOf(&[
+                                    Shape::Enum(&["none", "chunked", "close"]),
+                                    Shape::Obj(&[Field::req("length", COUNT)]),
+                                ])),
+                            ),
+                            Field::req("session_id", SESSION_ID),
+                            Field::req("location", OPT_STR),
+                            Field::req("body_bytes", COUNT),
+                            Field::req(
+                                "sse",
+                                Shape::OrNull(&Shape::Obj(&[
+                                    Field::req("events", COUNT),
+                                    Field::req("comments", COUNT),
+                                    Field::req("priming", COUNT),
+                                    Field::req("ids", COUNT),
+                                    Field::req("retry_ms", Shape::OrNull(&COUNT)),
+                                    Field::req("oversize", COUNT),
+                                    Field::req("lf", COUNT),
+                                    Field::req("crlf", COUNT),
+                                    Field::req("cr", COUNT),
+                                ])),
+                            ),
+                            Field::req(
+                                "ended",
+                                Shape::OrNull(&Shape::Enum(&[
+                                    "body", "reply", "deadline", "cut", "closed", "error",
+                                ])),
+                            ),
+                            Field::req("error", OPT_STR),
+                        ]),
+                        Some(256),
+                    ),
+                ),
+                Field::req("exchanges_dropped", COUNT),
+                Field::req("session_id", SESSION_ID),
+                Field::req("session_id_changed", Shape::Bool),
+                Field::req(
+                    "redirects",
+                    Shape::Array(
+                        &Shape::Obj(&[
+                            Field::req("status", Shape::Int(0, 999)),
+                            Field::req("location", OPT_STR),
+                        ]),
+                        None,
+                    ),
+                ),
+                Field::req(
+                    "delete",
+                    Shape::Enum(&["no_session", "accepted", "refused", "failed"]),
+                ),
+                Field::req("delete_status", STATUS),
+                Field::req("delete_error", OPT_STR),
+                Field::req("readers_left", COUNT),
+            ]),
+            None,
+        ),
+    ),
+    Field::req(
+        "auth",
+        Shape::OrNull(&Shape::Obj(&[
+            Field::req("challenges", STRINGS),
+            Field::req("metadata_url", OPT_STR),
+            Field::req("metadata_status", STATUS),
+            Field::req("metadata", Shape::OrNull(&Shape::Foreign)),
+            Field::req("metadata_note", OPT_STR),
+        ])),
+    ),
+]);
+
+/// A stdio target: the server command as it was run.
+const STDIO_TARGET: Shape = Shape::Obj(&[
     Field::req("id", SHA256),
     Field::req("command", STRINGS),
     Field::req("program", Shape::OrNull(&Shape::Str)),
@@ -223,6 +334,7 @@ pub const FIELDS: &[Field] = &[
     Field::opt("bound", BOUND),
     Field::opt("surface", super::surface::PROBE),
     Field::opt("expected", EXPECTED),
+    Field::opt("http", HTTP),
 ];
 
 /// `expected`: with `probe --expect`, the block the surface was compared with and what
@@ -258,8 +370,17 @@ pub const SPEC: Spec = Spec {
 };
 
 /// What `target.id` digests: the command, folder, variable names, era and version asked
-/// for (not the program's content), so runs of one server compare across hosts.
+/// for (not the program's content), so runs of one server compare across hosts; for an HTTP
+/// server, its redacted URL and header names instead of the command, folder and variables.
 pub fn identity(target: &View<'_>) -> Vec<u8> {
+    if !target.at("url").is_null() {
+        return object(&[
+            ("url", target.at("url").0),
+            ("headers", target.at("headers").0),
+            ("era", target.at("era").0),
+            ("protocol_version", target.at("protocol_version").0),
+        ]);
+    }
     object(&[
         ("command", target.at("command").0),
         ("cwd", target.at("cwd").0),
