@@ -1,0 +1,100 @@
+//! The lifecycle: what every result carries (`_meta`, the modern `resultType`), the
+//! `initialize` result (legacy) and the `server/discover` result (2026-07-28).
+
+use serde_json::{Map, Value};
+
+use super::{Ty, V, Version};
+
+/// Members every result may carry.
+pub(super) fn result_common(v: &mut V, r: &Map<String, Value>) {
+    v.meta(r);
+    if v.version.modern() {
+        // Absent means "complete"; an unknown value MUST be considered invalid.
+        v.optional_enum(r, "resultType", &["complete", "input_required"]);
+    }
+}
+
+/// `InitializeResult`: protocolVersion, capabilities, serverInfo, instructions?.
+pub(super) fn initialize(v: &mut V, r: &Map<String, Value>) {
+    v.required(r, "protocolVersion", Ty::Str);
+    if let Some(Value::Object(caps)) = v.required(r, "capabilities", Ty::Obj) {
+        v.at("capabilities", |v| capabilities(v, caps));
+    }
+    if let Some(Value::Object(info)) = v.required(r, "serverInfo", Ty::Obj) {
+        v.at("serverInfo", |v| implementation(v, info));
+    }
+    v.optional(r, "instructions", Ty::Str);
+}
+
+/// `DiscoverResult` (2026-07-28): supportedVersions, capabilities, instructions?, and the
+/// server's name in `_meta`.
+pub(super) fn discover(v: &mut V, r: &Map<String, Value>) {
+    v.each(r, "supportedVersions", true, |v, item| {
+        if !item.is_string() {
+            v.reject("type", "a supported version is not a string", item);
+        }
+    });
+    if let Some(Value::Object(caps)) = v.required(r, "capabilities", Ty::Obj) {
+        v.at("capabilities", |v| capabilities(v, caps));
+    }
+    v.optional(r, "instructions", Ty::Str);
+    if let Some(Value::Object(meta)) = r.get("_meta")
+        && let Some(info) = meta.get(crate::mcp::meta::SERVER_INFO)
+    {
+        v.at("_meta", |v| {
+            v.at(crate::mcp::meta::SERVER_INFO, |v| {
+                if let Some(info) = v.object(info) {
+                    implementation(v, info);
+                }
+            })
+        });
+    }
+}
+
+/// `ServerCapabilities`: each declared capability is an object, its flags booleans.
+fn capabilities(v: &mut V, caps: &Map<String, Value>) {
+    for key in ["experimental", "logging", "completions", "tasks", "extensions"] {
+        v.optional(caps, key, Ty::Obj);
+    }
+    for (key, flags) in [
+        ("tools", &["listChanged"][..]),
+        ("prompts", &["listChanged"][..]),
+        ("resources", &["subscribe", "listChanged"][..]),
+    ] {
+        if let Some(Value::Object(cap)) = v.optional(caps, key, Ty::Obj) {
+            v.at(key, |v| {
+                for flag in flags {
+                    v.optional(cap, flag, Ty::Bool);
+                }
+            });
+        }
+    }
+}
+
+/// `Implementation`: name and version strings; title (2025-06-18+), icons, websiteUrl and
+/// description (2025-11-25+) when given.
+pub(super) fn implementation(v: &mut V, info: &Map<String, Value>) {
+    v.required(info, "name", Ty::Str);
+    v.required(info, "version", Ty::Str);
+    for key in ["title", "websiteUrl", "description"] {
+        v.optional(info, key, Ty::Str);
+    }
+    icons(v, info);
+}
+
+/// `icons?: Icon[]`, each `{src: string, mimeType?: string, sizes?: string[]}`.
+pub(super) fn icons(v: &mut V, m: &Map<String, Value>) {
+    if v.version < Version::V2025_11_25 && !m.contains_key("icons") {
+        return;
+    }
+    v.each(m, "icons", false, |v, icon| {
+        let Some(icon) = v.object(icon) else { return };
+        v.required(icon, "src", Ty::Str);
+        v.optional(icon, "mimeType", Ty::Str);
+        v.each(icon, "sizes", false, |v, size| {
+            if !size.is_string() {
+                v.reject("type", "an icon size is not a string", size);
+            }
+        });
+    });
+}
