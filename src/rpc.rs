@@ -5,12 +5,14 @@
 //! a reply shows the awaited one cannot be matched (a repeated `id` key, an error with
 //! `id: null`).
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
 use crate::envelope::{Envelope, Id, Method};
 use crate::json_budget::{self, Budget, ParseError};
+use crate::mcp::wire;
 use crate::redact::Redactor;
 use crate::wire::framing::{self, Frame, LineKind, Noise};
 use crate::wire::{Closing, Grace, Sent, Wire, WireEvent};
@@ -24,6 +26,10 @@ const NAMES_KEEP: usize = 32;
 const WRITE_WAIT: Duration = Duration::from_secs(2);
 /// After the server exits, how long stdout may still deliver what it wrote before exiting.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
+/// Requests whose method is remembered by id, so a reply is validated as what it answers.
+const SENT_KEEP: usize = 64;
+/// What one notification or server request may build when it is parsed for validation.
+const UNSOLICITED_BUDGET: Budget = Budget::small(256 * 1024);
 
 /// Everything seen on the wire that was not the reply being waited for.
 #[derive(Debug, Default, Clone)]
@@ -108,6 +114,12 @@ pub struct Rpc {
     /// Replies parsed in full that held a known secret (see `Redactor::map_secrets_found`),
     /// masked on arrival: a caller compares it before and after a request.
     pub replies_with_secrets: u64,
+    /// When set, every message received is validated against the MCP schema (`mcp::wire`)
+    /// and what it broke is recorded here: the awaited replies as they are parsed, and a
+    /// sample of the notifications and server requests, parsed under a small budget.
+    pub wire_log: Option<Box<wire::Log>>,
+    /// The method of each recent request, by id (at most `SENT_KEEP`).
+    sent: VecDeque<(u64, String)>,
 }
 
 impl Rpc {
@@ -121,6 +133,18 @@ impl Rpc {
             parse_budget: Budget::REPLY,
             raw_unanswered: 0,
             replies_with_secrets: 0,
+            wire_log: None,
+            sent: VecDeque::new(),
+        }
+    }
+
+    /// Remembers which method request `id` called, for the validation of its reply.
+    fn remember(&mut self, id: u64, method: &str) {
+        if self.wire_log.is_some() {
+            if self.sent.len() >= SENT_KEEP {
+                self.sent.pop_front();
+            }
+            self.sent.push_back((id, method.to_string()));
         }
     }
 
@@ -158,6 +182,7 @@ impl Rpc {
     pub fn request_nowait(&mut self, method: &str, params: Option<Value>) -> Option<Value> {
         let id = self.next_id;
         self.next_id += 1;
+        self.remember(id, method);
         let mut msg = json!({"jsonrpc": "2.0", "id": id, "method": method});
         if let Some(p) = params {
             msg["params"] = p;
@@ -174,6 +199,7 @@ impl Rpc {
     ) -> Result<Reply, NoReply> {
         let id = self.next_id;
         self.next_id += 1;
+        self.remember(id, method);
         let mut msg = json!({"jsonrpc": "2.0", "id": id, "method": method});
         if let Some(p) = params {
             msg["params"] = p;
@@ -312,9 +338,13 @@ impl Rpc {
             (Some(Method::Name(method)), Some(id)) if *id != Id::Value(Value::Null) => {
                 let method = method.clone();
                 self.answer_server_request(&method, id.clone());
+                self.validate_unsolicited(wire::Kind::ServerRequest, body);
                 None
             }
             (Some(method), _) => {
+                if env.id().is_none() {
+                    self.validate_unsolicited(wire::Kind::Notification, body);
+                }
                 self.traffic.notification_count += 1;
                 if self.traffic.notifications.len() < NAMES_KEEP {
                     // Redact before the cut, so no part of a secret survives it.
@@ -370,6 +400,7 @@ impl Rpc {
                 };
                 return Some(Err(NoReply::ErrorWithNullId { code, message }));
             }
+            self.note_id_echo(env, accept);
             self.traffic.unmatched_replies += 1;
             return None;
         }
@@ -380,11 +411,80 @@ impl Rpc {
                 if self.redactor.map_secrets_found(&mut msg) > 0 {
                     self.replies_with_secrets += 1;
                 }
+                let msg = self.validate_reply(env, msg);
                 Ok(classify_reply(msg))
             }
             Err(ParseError::TooComplex) => Err(NoReply::TooComplex { bytes: body.len() }),
             Err(ParseError::Invalid) => Ok(Reply::Malformed(Map::new())),
         })
+    }
+
+    /// Validates an awaited reply as the answer to the method its id was sent with.
+    fn validate_reply(&mut self, env: &Envelope, msg: Map<String, Value>) -> Map<String, Value> {
+        let Some(log) = self.wire_log.as_mut() else {
+            return msg;
+        };
+        let method = match env.id() {
+            Some(Id::Value(id)) => id
+                .as_u64()
+                .and_then(|id| self.sent.iter().rev().find(|(sent, _)| *sent == id))
+                .map(|(_, m)| m.as_str()),
+            _ => None,
+        };
+        let value = Value::Object(msg);
+        log.record(wire::Kind::Reply(method), &value);
+        match value {
+            Value::Object(msg) => msg,
+            _ => Map::new(),
+        }
+    }
+
+    /// A reply matched nothing: if its id is one of ours written as a string ("7" for 7),
+    /// the server did not echo the id exactly.
+    fn note_id_echo(&mut self, env: &Envelope, accept: &dyn Fn(Option<&Value>) -> bool) {
+        let Some(log) = self.wire_log.as_mut() else { return };
+        for id in &env.ids {
+            if let Id::Value(Value::String(s)) = id
+                && let Ok(n) = s.parse::<u64>()
+                && (accept(Some(&Value::from(n))) || self.sent.iter().any(|(sent, _)| *sent == n))
+            {
+                log.add(wire::Found {
+                    family: wire::Family::Envelope,
+                    violation: wire::Violation {
+                        pointer: "/id".into(),
+                        rule: "id-echo",
+                        message: format!(
+                            "the reply's id is the string \"{n}\" where the request's id was the number {n}: ids are echoed exactly (both official SDKs still correlate them)"
+                        ),
+                        severity: wire::Severity::Tolerated,
+                        payload: crate::inert::json(&Value::String(s.clone())),
+                    },
+                });
+            }
+        }
+    }
+
+    /// Parses a notification or server request under a small budget and validates it, for
+    /// the first `SAMPLE_UNSOLICITED` of a run; later ones (and unparsable ones) are counted.
+    fn validate_unsolicited(&mut self, kind: wire::Kind<'static>, body: &[u8]) {
+        let Some(log) = self.wire_log.as_mut() else { return };
+        let sampled = log
+            .families
+            .get(&wire::family_of(kind, &Value::Null))
+            .map_or(0, |f| f.messages);
+        if sampled >= wire::SAMPLE_UNSOLICITED {
+            log.unsampled += 1;
+            return;
+        }
+        match json_budget::parse(body, UNSOLICITED_BUDGET) {
+            Ok(mut value) => {
+                if let Value::Object(m) = &mut value {
+                    self.redactor.map_secrets_found(m);
+                }
+                log.record(kind, &value);
+            }
+            Err(_) => log.unsampled += 1,
+        }
     }
 
     fn answer_server_request(&mut self, method: &str, id: Id) {

@@ -134,11 +134,16 @@
 //!   `check`'s security group (hidden text, lookalike names, hidden instructions,
 //!   contradictory annotations, a secret and a traceback in error replies, a tool that
 //!   changes between two lists); see `fixture/poisoned.rs`.
+//! - `wire-defects`: a self-contained server with one planted defect per class of `check`'s
+//!   wire group (a null title, a string `required`, an object `instructions`, an unknown
+//!   content type, an error without "jsonrpc", …); see `fixture/wire_defects.rs`.
 
 #[path = "fixture/hostile.rs"]
 mod hostile;
 #[path = "fixture/poisoned.rs"]
 mod poisoned;
+#[path = "fixture/wire_defects.rs"]
+mod wire_defects;
 
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -302,7 +307,10 @@ fn main() -> ExitCode {
         eprintln!("{}", usage());
         return ExitCode::from(2);
     };
-    if let Some(result) = hostile::run(name, &args).or_else(|| poisoned::run(name)) {
+    if let Some(result) = hostile::run(name, &args)
+        .or_else(|| poisoned::run(name))
+        .or_else(|| wire_defects::run(name))
+    {
         return if result.is_ok() {
             ExitCode::SUCCESS
         } else {

@@ -48,11 +48,17 @@ fn reply(v: &mut V, m: &Map<String, Value>) {
         ),
         _ => {}
     }
-    if result.is_some() || v.version < super::Version::V2025_11_25 {
-        // From 2025-11-25 on an error reply may leave the id out (it could not be read).
+    if result.is_some() {
         v.required(m, "id", Ty::Id);
-    } else {
-        v.optional(m, "id", Ty::Id);
+    } else if m.get("id") != Some(&Value::Null) {
+        // An error may carry `id: null` when the request's id could not be read (JSON-RPC 2.0
+        // section 5; the TypeScript SDK's zod schema says otherwise, see the README), and
+        // from 2025-11-25 on it may leave the id out.
+        if v.version < super::Version::V2025_11_25 {
+            v.required(m, "id", Ty::Id);
+        } else {
+            v.optional(m, "id", Ty::Id);
+        }
     }
 }
 

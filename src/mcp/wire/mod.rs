@@ -520,9 +520,7 @@ impl Log {
             Severity::Reject => log.rejects += 1,
             Severity::Tolerated => log.tolerated += 1,
         }
-        if log.kept.len() < KEPT_PER_FAMILY {
-            log.kept.push(found.violation);
-        }
+        keep(&mut log.kept, found.violation);
     }
 
     /// Adds what another log (an earlier process of the same run) saw.
@@ -535,11 +533,17 @@ impl Log {
             log.rejects += o.rejects;
             log.tolerated += o.tolerated;
             for k in o.kept {
-                if log.kept.len() < KEPT_PER_FAMILY {
-                    log.kept.push(k);
-                }
+                keep(&mut log.kept, k);
             }
         }
+    }
+}
+
+/// Keeps a violation unless the same rule at the same pointer is kept already (a server
+/// repeats its defect in every reply of the kind) or `KEPT_PER_FAMILY` are.
+fn keep(kept: &mut Vec<Violation>, v: Violation) {
+    if kept.len() < KEPT_PER_FAMILY && !kept.iter().any(|k| k.rule == v.rule && k.pointer == v.pointer) {
+        kept.push(v);
     }
 }
 
