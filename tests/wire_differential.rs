@@ -1,0 +1,248 @@
+//! The wire group against the official SDKs: every message of every fixture behaviour (each
+//! server process's stdin and stdout captured during a real `check` run) is judged by
+//! `mcp::wire::validate` and by the TypeScript SDK's zod schemas and the Python SDK's pydantic
+//! types (tests/sdk-client/wire-verdicts.mjs, wire_verdicts.py, from the pinned reference
+//! install). A message is a wire fail exactly when one SDK rejects it, save the deliberate
+//! disagreements in `deliberate`, each with the text that decides it (README, wire group).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::*;
+use mcp_witness::mcp::wire::{self, Kind, Severity, Version};
+use serde_json::{Value, json};
+
+/// Behaviours whose traffic is judged, with extra `check` arguments.
+const RUNS: &[(&str, &[&str])] = &[
+    ("correct", &[]),
+    ("modern", &[]),
+    ("modern", &["--era", "modern"]),
+    ("paginated", &[]),
+    ("chatty", &[]),
+    ("invalid-tools", &[]),
+    ("empty-tools", &[]),
+    ("tool-error", &["--call-tools"]),
+    ("bad", &["--safe-tool", "shape_bad"]),
+    ("bad-init", &[]),
+    ("poisoned", &[]),
+    ("wire-defects", &[]),
+];
+
+/// One message a server sent, with what it answers.
+struct Case {
+    origin: String,
+    kind: &'static str,
+    method: Option<String>,
+    version: Version,
+    message: Value,
+}
+
+/// Runs `check` on `behaviour` with every server process's stdin and stdout teed to
+/// `dir/cap.<pid>.{in,out}`, and returns the (in, out) file pairs.
+fn capture(b: &Bench, behaviour: &str, extra: &[&str], dir: &Path) -> Vec<(PathBuf, PathBuf)> {
+    std::fs::create_dir_all(dir).unwrap();
+    let prefix = dir.join("cap");
+    let script = r#"f="$0.$$"; tee "$f.in" | "$1" "$2" | tee "$f.out""#;
+    let mut args = vec!["check", "--no-record", "--json", "--timeout", "3"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&[
+        "--",
+        "sh",
+        "-c",
+        script,
+        prefix.to_str().unwrap(),
+        FIXTURE,
+        behaviour,
+    ]);
+    b.run(&args);
+    let mut pairs = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "in") {
+            pairs.push((path.clone(), path.with_extension("out")));
+        }
+    }
+    pairs.sort();
+    pairs
+}
+
+fn json_lines(path: &Path) -> Vec<Value> {
+    std::fs::read(path)
+        .unwrap_or_default()
+        .split(|&b| b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
+        .filter(Value::is_object)
+        .collect()
+}
+
+/// The cases of one server process: its replies (to the method whose id they carry), its
+/// notifications and requests, read against the version its handshake negotiated.
+fn cases(origin: &str, input: &Path, output: &Path) -> Vec<Case> {
+    let sent = json_lines(input);
+    let got = json_lines(output);
+    let methods: BTreeMap<String, String> = sent
+        .iter()
+        .filter_map(|m| Some((m.get("id")?.to_string(), m.get("method")?.as_str()?.to_string())))
+        .collect();
+    let version = got
+        .iter()
+        .find_map(|m| {
+            m.pointer("/result/protocolVersion")?
+                .as_str()
+                .and_then(Version::parse)
+        })
+        .or_else(|| {
+            got.iter()
+                .any(|m| m.pointer("/result/supportedVersions").is_some())
+                .then_some(Version::V2026_07_28)
+        });
+    let Some(version) = version else { return Vec::new() };
+    let mut out = Vec::new();
+    for message in got {
+        let (kind, method) = match (message.get("method"), message.get("id")) {
+            (Some(m), Some(id)) if !id.is_null() => ("request", m.as_str().map(str::to_string)),
+            (Some(m), _) => ("notification", m.as_str().map(str::to_string)),
+            (None, id) => {
+                let method = id.and_then(|id| methods.get(&id.to_string())).cloned();
+                // A result is judged only as the answer to a method we know the schema of.
+                if message.get("error").is_none()
+                    && method.as_deref().and_then(wire::Family::of_method).is_none()
+                {
+                    continue;
+                }
+                ("reply", method)
+            }
+        };
+        out.push(Case {
+            origin: origin.to_string(),
+            kind,
+            method,
+            version,
+            message,
+        });
+    }
+    out
+}
+
+/// The SDK script's verdicts (`accepted`: true, false, or null for no opinion) on `cases`.
+fn sdk_verdicts(program: &Path, script: &str, cases: &[Value]) -> Vec<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/sdk-client")
+        .join(script);
+    let mut cmd = Command::new(program);
+    cmd.arg(path)
+        .env("MCP_WITNESS_SDK_DIR", reference_dir().join("node/node_modules"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e}", program.display()));
+    let input = serde_json::to_vec(cases).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &input));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let verdicts: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(verdicts.len(), cases.len(), "{script}");
+    verdicts
+}
+
+/// A disagreement the README documents, with the reason; `None` when there is none.
+fn deliberate(case: &Case, ours: bool, ts: &Value, py: &Value) -> Option<&'static str> {
+    let m = &case.message;
+    if ours
+        && ts["accepted"] == false
+        && py["accepted"] != false
+        && m.get("error").is_some()
+        && m["id"].is_null()
+    {
+        return Some("an error with id null: JSON-RPC 2.0 section 5 (the Python SDK agrees)");
+    }
+    None
+}
+
+#[test]
+fn the_wire_verdict_matches_the_official_sdks_on_every_message_of_every_fixture() {
+    let b = Bench::new("wire-differential");
+    let mut all = Vec::new();
+    for (i, (behaviour, extra)) in RUNS.iter().enumerate() {
+        let dir = b.dir.join(&format!("run-{i}"));
+        for (input, output) in capture(&b, behaviour, extra, &dir) {
+            all.extend(cases(&format!("{behaviour} {extra:?}"), &input, &output));
+        }
+    }
+    assert!(all.len() > 200, "only {} messages captured", all.len());
+    let payloads: Vec<Value> = all
+        .iter()
+        .map(|c| json!({"kind": c.kind, "method": c.method, "version": c.version.as_str(), "message": c.message}))
+        .collect();
+    let ts = sdk_verdicts(Path::new("node"), "wire-verdicts.mjs", &payloads);
+    let py = sdk_verdicts(
+        &reference_dir().join("venv/bin/python"),
+        "wire_verdicts.py",
+        &payloads,
+    );
+    let (mut mismatches, mut rejected, mut documented) = (Vec::new(), 0, 0);
+    for ((case, ts), py) in all.iter().zip(&ts).zip(&py) {
+        let kind = match case.kind {
+            "reply" => Kind::Reply(case.method.as_deref()),
+            "notification" => Kind::Notification,
+            _ => Kind::ServerRequest,
+        };
+        let found = wire::validate(case.version, kind, &case.message);
+        let ours_accepts = !found.iter().any(|f| f.violation.severity == Severity::Reject);
+        let sdks_accept = ts["accepted"] != false && py["accepted"] != false;
+        if !ours_accepts {
+            rejected += 1;
+        }
+        if ours_accepts == sdks_accept {
+            continue;
+        }
+        if deliberate(case, ours_accepts, ts, py).is_some() {
+            documented += 1;
+            continue;
+        }
+        let rules: Vec<String> = found
+            .iter()
+            .map(|f| format!("{} [{}]", f.violation.pointer, f.violation.rule))
+            .collect();
+        mismatches.push(format!(
+            "{} {} {:?} ({}): ours {} {rules:?}; ts {}; python {}\n  {}",
+            case.origin,
+            case.kind,
+            case.method,
+            case.version.as_str(),
+            if ours_accepts { "accepts" } else { "rejects" },
+            ts,
+            py,
+            crate::truncate(&case.message.to_string(), 400)
+        ));
+    }
+    eprintln!(
+        "{} messages judged, {rejected} rejected by the wire group, {documented} documented disagreements",
+        all.len()
+    );
+    assert!(
+        rejected > 10,
+        "the defect fixtures should give rejections: {rejected}"
+    );
+    assert!(
+        mismatches.is_empty(),
+        "{} disagreements:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
