@@ -97,7 +97,7 @@ fn resource_contents(v: &mut V, c: &Map<String, Value>) {
         v.reject(
             "text-or-blob",
             "resource contents carry neither `text` nor `blob`",
-            &Value::Object(c.clone()),
+            &super::head(c),
         );
     }
     v.meta(c);

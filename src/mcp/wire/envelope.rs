@@ -16,7 +16,7 @@ pub(super) fn check(v: &mut V, kind: Kind<'_>, m: &Map<String, Value>) {
         None => v.reject(
             "jsonrpc",
             "`jsonrpc` is missing: every JSON-RPC 2.0 message carries \"jsonrpc\": \"2.0\"",
-            &Value::Object(m.clone()),
+            &super::head(m),
         ),
     }
     match kind {
@@ -39,12 +39,12 @@ fn reply(v: &mut V, m: &Map<String, Value>) {
         (Some(_), Some(_)) => v.reject(
             "result-and-error",
             "a reply carries both `result` and `error`; exactly one is allowed",
-            &Value::Object(m.clone()),
+            &super::head(m),
         ),
         (None, None) => v.reject(
             "no-result-or-error",
             "a reply carries neither `result` nor `error`",
-            &Value::Object(m.clone()),
+            &super::head(m),
         ),
         _ => {}
     }

@@ -291,6 +291,52 @@ impl Ty {
     }
 }
 
+/// Bytes of a string member kept when an object is quoted by its head.
+const HEAD_TEXT: usize = 40;
+
+/// The first members of an object, to quote it without copying all of it (each member is
+/// still copied whole: a payload is cut only when serialized).
+pub(crate) fn head(m: &Map<String, Value>) -> Value {
+    let mut head = Map::new();
+    for (k, v) in m.iter().take(8) {
+        // A member too big to quote is shown by its type alone.
+        let shown = match v {
+            Value::String(s) if s.len() > HEAD_TEXT => Value::String(crate::text::truncate(s, HEAD_TEXT)),
+            Value::Array(a) if !a.is_empty() => Value::String(format!("[{} items]", a.len())),
+            Value::Object(o) if !o.is_empty() => Value::String(format!("{{{} members}}", o.len())),
+            other => other.clone(),
+        };
+        head.insert(k.clone(), shown);
+    }
+    Value::Object(head)
+}
+
+/// `value` as one line of JSON, at most `max` bytes of it (serialization stops soon after,
+/// whatever the value's size), with every terminal hazard escaped (`crate::inert`).
+fn bounded_json(value: &Value, max: usize) -> String {
+    struct Upto(Vec<u8>, usize);
+    impl std::io::Write for Upto {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let room = self.1.saturating_sub(self.0.len());
+            if room == 0 {
+                return Err(std::io::Error::other("payload cut"));
+            }
+            let n = buf.len().min(room);
+            self.0.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut out = Upto(Vec::new(), max + 1);
+    if serde_json::to_writer(&mut out, value).is_ok() {
+        return crate::text::truncate(&crate::inert::json(value), max);
+    }
+    let text = String::from_utf8_lossy(&out.0);
+    crate::text::truncate(&crate::inert::inert(&text), max)
+}
+
 /// The JSON type of a value, in words.
 pub(crate) fn type_name(value: &Value) -> &'static str {
     match value {
@@ -347,7 +393,7 @@ impl V {
         if self.full() {
             return;
         }
-        let payload = crate::text::truncate(&crate::inert::json(value), PAYLOAD_CHARS);
+        let payload = bounded_json(value, PAYLOAD_CHARS);
         self.out.push(Found {
             family: self.family,
             violation: Violation {
@@ -385,12 +431,11 @@ impl V {
     pub fn required<'a>(&mut self, m: &'a Map<String, Value>, key: &str, ty: Ty) -> Option<&'a Value> {
         match m.get(key) {
             None => {
-                let whole = Value::Object(m.clone());
-                self.reject(
-                    "required",
-                    format!("`{key}` is missing ({} required)", ty.name()),
-                    &whole,
-                );
+                if !self.full() {
+                    // Only the start of the object is quoted: copy no more of it than that.
+                    let message = format!("`{key}` is missing ({} required)", ty.name());
+                    self.reject("required", message, &head(m));
+                }
                 None
             }
             Some(value) => self.typed(key, value, ty),

@@ -27,7 +27,7 @@ pub(super) fn check(v: &mut V, m: &Map<String, Value>) {
             v.reject(
                 "required",
                 format!("`params` is missing: {method} carries them"),
-                &Value::Object(m.clone()),
+                &super::head(m),
             );
         }
         params

@@ -24,7 +24,7 @@ pub(super) fn check(v: &mut V, m: &Map<String, Value>) {
     match method {
         "sampling/createMessage" => {
             let Some(p) = params else {
-                v.reject("required", "`params` is missing", &Value::Object(m.clone()));
+                v.reject("required", "`params` is missing", &super::head(m));
                 return;
             };
             v.at("params", |v| {
@@ -53,7 +53,7 @@ pub(super) fn check(v: &mut V, m: &Map<String, Value>) {
                 });
             }
             let Some(p) = params else {
-                v.reject("required", "`params` is missing", &Value::Object(m.clone()));
+                v.reject("required", "`params` is missing", &super::head(m));
                 return;
             };
             v.at("params", |v| {

@@ -234,3 +234,26 @@ fn an_offending_payload_is_inert_and_bounded() {
         assert!(f.violation.payload.chars().count() <= PAYLOAD_CHARS + 3);
     }
 }
+
+#[test]
+fn a_huge_object_missing_a_member_is_quoted_by_its_head_only() {
+    let big = "x".repeat(1 << 20);
+    let tools: Vec<Value> = (0..4)
+        .map(|_| json!({"description": big, "inputSchema": {"type": "object", "properties": {"a": {}}}}))
+        .collect();
+    let found = reply(V25, "tools/list", json!({"tools": tools}));
+    assert_eq!(found.len(), 4);
+    for f in &found {
+        assert_eq!(f.violation.rule, "required");
+        assert!(
+            f.violation.payload.len() <= PAYLOAD_CHARS + 3,
+            "{}",
+            f.violation.payload.len()
+        );
+        assert!(
+            f.violation.payload.contains("\"inputSchema\":\"{2 members}\""),
+            "{}",
+            f.violation.payload
+        );
+    }
+}
