@@ -1,5 +1,6 @@
-//! The wire group against the official SDKs: every message of every fixture behaviour (each
-//! server process's stdin and stdout captured during a real `check` run) is judged by
+//! The wire group against the official SDKs: every message of every fixture behaviour and of
+//! the reference servers (each server process's stdin and stdout captured during a real
+//! `check` run) is judged by
 //! `mcp::wire::validate` and by the TypeScript SDK's zod schemas and the Python SDK's pydantic
 //! types (tests/sdk-client/wire-verdicts.mjs, wire_verdicts.py, from the pinned reference
 //! install). A message is a wire fail exactly when one SDK rejects it, save the deliberate
@@ -40,23 +41,16 @@ struct Case {
     message: Value,
 }
 
-/// Runs `check` on `behaviour` with every server process's stdin and stdout teed to
+/// Runs `check` on `command` with every server process's stdin and stdout teed to
 /// `dir/cap.<pid>.{in,out}`, and returns the (in, out) file pairs.
-fn capture(b: &Bench, behaviour: &str, extra: &[&str], dir: &Path) -> Vec<(PathBuf, PathBuf)> {
+fn capture(b: &Bench, command: &[&str], extra: &[&str], dir: &Path) -> Vec<(PathBuf, PathBuf)> {
     std::fs::create_dir_all(dir).unwrap();
     let prefix = dir.join("cap");
-    let script = r#"f="$0.$$"; tee "$f.in" | "$1" "$2" | tee "$f.out""#;
-    let mut args = vec!["check", "--no-record", "--json", "--timeout", "3"];
+    let script = r#"f="$0.$$"; tee "$f.in" | "$@" | tee "$f.out""#;
+    let mut args = vec!["check", "--no-record", "--json", "--timeout", "5"];
     args.extend_from_slice(extra);
-    args.extend_from_slice(&[
-        "--",
-        "sh",
-        "-c",
-        script,
-        prefix.to_str().unwrap(),
-        FIXTURE,
-        behaviour,
-    ]);
+    args.extend_from_slice(&["--", "sh", "-c", script, prefix.to_str().unwrap()]);
+    args.extend_from_slice(command);
     b.run(&args);
     let mut pairs = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -171,13 +165,48 @@ fn deliberate(case: &Case, ours: bool, ts: &Value, py: &Value) -> Option<&'stati
 }
 
 #[test]
-fn the_wire_verdict_matches_the_official_sdks_on_every_message_of_every_fixture() {
+fn the_wire_verdict_matches_the_official_sdks_on_every_message_of_the_fixtures_and_reference_servers() {
     let b = Bench::new("wire-differential");
     let mut all = Vec::new();
     for (i, (behaviour, extra)) in RUNS.iter().enumerate() {
         let dir = b.dir.join(&format!("run-{i}"));
-        for (input, output) in capture(&b, behaviour, extra, &dir) {
+        for (input, output) in capture(&b, &[FIXTURE, behaviour], extra, &dir) {
             all.extend(cases(&format!("{behaviour} {extra:?}"), &input, &output));
+        }
+    }
+    let reference = reference_dir();
+    let node = reference.join("node/node_modules/@modelcontextprotocol");
+    let everything = node.join("server-everything/dist/index.js");
+    let filesystem = node.join("server-filesystem/dist/index.js");
+    let time = reference.join("venv/bin/mcp-server-time");
+    let scratch = b.dir.join("fs");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let servers: [(&str, Vec<&str>, &[&str]); 4] = [
+        (
+            "server-everything",
+            vec!["node", everything.to_str().unwrap(), "stdio"],
+            &[],
+        ),
+        (
+            "server-filesystem",
+            vec!["node", filesystem.to_str().unwrap(), scratch.to_str().unwrap()],
+            &[],
+        ),
+        (
+            "mcp-server-time",
+            vec![time.to_str().unwrap(), "--local-timezone", "UTC"],
+            &[],
+        ),
+        (
+            "mcp-server-time auto",
+            vec![time.to_str().unwrap(), "--local-timezone", "UTC"],
+            &["--era", "auto"],
+        ),
+    ];
+    for (i, (label, command, extra)) in servers.iter().enumerate() {
+        let dir = b.dir.join(&format!("ref-{i}"));
+        for (input, output) in capture(&b, command, extra, &dir) {
+            all.extend(cases(label, &input, &output));
         }
     }
     assert!(all.len() > 200, "only {} messages captured", all.len());
