@@ -30,6 +30,7 @@ const RUNS: &[(&str, &[&str])] = &[
     ("bad-init", &[]),
     ("poisoned", &[]),
     ("wire-defects", &[]),
+    ("wire-defects", &["--era", "modern"]),
 ];
 
 /// One message a server sent, with what it answers.

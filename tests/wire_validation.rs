@@ -98,6 +98,36 @@ fn check_exits_1_naming_each_planted_wire_defect_by_id_pointer_and_rule() {
     );
 }
 
+#[test]
+fn in_the_modern_era_a_bad_result_type_and_missing_cache_members_fail_and_a_server_request_warns() {
+    let b = Bench::new("wire-defects-modern");
+    let (code, report) = check_json(
+        &b,
+        &["--era", "modern", "--timeout", "3"],
+        &[FIXTURE, "wire-defects"],
+    );
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["protocol_version"], "2026-07-28", "{report:#}");
+    let tools = result(&report, "wire.tools_list");
+    assert_eq!(tools["status"], "fail");
+    let message = tools["message"].as_str().unwrap();
+    for quoted in [
+        "`/result/resultType` [enum]",
+        "`/result` [required] `ttlMs` is missing",
+    ] {
+        assert!(message.contains(quoted), "{quoted}: {message}");
+    }
+    let requests = result(&report, "wire.server_requests");
+    assert_eq!(requests["status"], "warn");
+    assert!(
+        requests["message"]
+            .as_str()
+            .unwrap()
+            .contains("`/method` [modern-server-request]"),
+        "{requests:#}"
+    );
+}
+
 /// The methods another part of check may call (resources/read, prompts/get, completion): the
 /// fixture answers each with a defect, so whenever a run reaches one it is graded a fail.
 #[test]

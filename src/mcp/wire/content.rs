@@ -21,6 +21,7 @@ pub(super) fn call_result(v: &mut V, r: &Map<String, Value>) {
 
 /// `ReadResourceResult`: `contents`, each text or blob resource contents.
 pub(super) fn read_result(v: &mut V, r: &Map<String, Value>) {
+    super::lifecycle::cacheable(v, r);
     v.each(r, "contents", true, |v, item| {
         if let Some(c) = v.object(item) {
             resource_contents(v, c);

@@ -9,8 +9,29 @@ use super::{Ty, V, Version};
 pub(super) fn result_common(v: &mut V, r: &Map<String, Value>) {
     v.meta(r);
     if v.version.modern() {
-        // Absent means "complete"; an unknown value MUST be considered invalid.
+        // The schema requires it and the Python SDK rejects a result without it, though the
+        // specification asks clients to read an absent one as "complete" (see the README);
+        // an unknown value MUST be considered invalid.
+        v.required(r, "resultType", Ty::Str);
         v.optional_enum(r, "resultType", &["complete", "input_required"]);
+    }
+}
+
+/// `ttlMs` (an integer, at least 0) and `cacheScope` (public or private), which every
+/// cacheable 2026-07-28 result carries: discover, the lists, resources/read.
+pub(super) fn cacheable(v: &mut V, r: &Map<String, Value>) {
+    if !v.version.modern() {
+        return;
+    }
+    if let Some(ttl) = v.required(r, "ttlMs", Ty::Int)
+        && ttl.as_i64().is_some_and(|t| t < 0)
+    {
+        v.at("ttlMs", |v| v.reject("range", "`ttlMs` is at least 0", ttl));
+    }
+    if r.contains_key("cacheScope") {
+        v.optional_enum(r, "cacheScope", &["public", "private"]);
+    } else {
+        v.required(r, "cacheScope", Ty::Str);
     }
 }
 
@@ -29,6 +50,7 @@ pub(super) fn initialize(v: &mut V, r: &Map<String, Value>) {
 /// `DiscoverResult` (2026-07-28): supportedVersions, capabilities, instructions?, and the
 /// server's name in `_meta`.
 pub(super) fn discover(v: &mut V, r: &Map<String, Value>) {
+    cacheable(v, r);
     v.each(r, "supportedVersions", true, |v, item| {
         if !item.is_string() {
             v.reject("type", "a supported version is not a string", item);

@@ -11,19 +11,7 @@ use super::{Ty, V, Version};
 /// What every paginated result carries.
 fn paginated(v: &mut V, r: &Map<String, Value>) {
     v.optional(r, "nextCursor", Ty::Str);
-    if v.version.modern() {
-        for key in ["ttlMs", "cacheScope"] {
-            if !r.contains_key(key) {
-                v.tolerate(
-                    "cache-missing",
-                    format!("`{key}` is missing: a 2026-07-28 list result MUST carry ttlMs and cacheScope"),
-                    &Value::Null,
-                );
-            }
-        }
-        v.optional(r, "ttlMs", Ty::Num);
-        v.optional_enum(r, "cacheScope", &["public", "private"]);
-    }
+    super::lifecycle::cacheable(v, r);
 }
 
 pub(super) fn tools(v: &mut V, r: &Map<String, Value>) {

@@ -1,6 +1,7 @@
 //! Requests from the server to the client: `ping`, `roots/list`, `sampling/createMessage`,
 //! `elicitation/create`. In 2026-07-28 a server sends none (it asks through
-//! `input_required` results instead).
+//! `input_required` results instead): one that does is tolerated, since clients answer it
+//! with an error rather than drop the session.
 
 use serde_json::{Map, Value};
 
@@ -12,9 +13,9 @@ pub(super) fn check(v: &mut V, m: &Map<String, Value>) {
     };
     if v.version.modern() {
         v.at("method", |v| {
-            v.reject(
+            v.tolerate(
                 "modern-server-request",
-                "a 2026-07-28 server MUST NOT send requests to the client",
+                "a 2026-07-28 server MUST NOT send requests to the client (clients answer it with an error)",
                 &Value::from(method),
             )
         });

@@ -32,6 +32,7 @@ fn a_clean_tools_list_breaks_no_rule_in_any_version() {
     for version in Version::ALL {
         let mut result = result.clone();
         if version.modern() {
+            result["resultType"] = json!("complete");
             result["ttlMs"] = json!(0);
             result["cacheScope"] = json!("public");
         }
@@ -164,7 +165,7 @@ fn resource_contents_need_text_or_blob() {
 }
 
 #[test]
-fn a_modern_list_without_caching_members_is_tolerated_and_a_bad_result_type_rejected() {
+fn a_modern_list_without_caching_members_or_with_a_bad_result_type_is_rejected() {
     let found = reply(
         Version::V2026_07_28,
         "tools/list",
@@ -172,7 +173,23 @@ fn a_modern_list_without_caching_members_is_tolerated_and_a_bad_result_type_reje
     );
     let rules = rules(&found);
     assert!(rules.contains(&("/result/resultType".into(), "enum", Severity::Reject)));
-    assert!(rules.contains(&("/result".into(), "cache-missing", Severity::Tolerated)));
+    let missing: Vec<_> = found
+        .iter()
+        .filter(|f| f.violation.rule == "required")
+        .map(|f| f.violation.message.as_str())
+        .collect();
+    assert_eq!(missing.len(), 2, "{missing:?}");
+    assert!(missing[0].starts_with("`ttlMs` is missing"), "{missing:?}");
+    assert!(missing[1].starts_with("`cacheScope` is missing"), "{missing:?}");
+    let found = reply(Version::V2026_07_28, "tools/call", json!({"content": []}));
+    assert_eq!(
+        rules_of(&found),
+        [("/result".to_string(), "required", Severity::Reject)]
+    );
+}
+
+fn rules_of(found: &[Found]) -> Vec<(String, &'static str, Severity)> {
+    rules(found)
 }
 
 #[test]
@@ -192,7 +209,7 @@ fn notifications_are_held_to_their_params() {
 }
 
 #[test]
-fn a_modern_server_request_is_rejected() {
+fn a_modern_server_request_is_tolerated_as_clients_answer_it_with_an_error() {
     let found = validate(
         Version::V2026_07_28,
         Kind::ServerRequest,
@@ -200,7 +217,11 @@ fn a_modern_server_request_is_rejected() {
     );
     assert_eq!(
         rules(&found),
-        [("/method".to_string(), "modern-server-request", Severity::Reject)]
+        [(
+            "/method".to_string(),
+            "modern-server-request",
+            Severity::Tolerated
+        )]
     );
 }
 
