@@ -5,6 +5,9 @@
 //! types (tests/sdk-client/wire-verdicts.mjs, wire_verdicts.py, from the pinned reference
 //! install). A message is a wire fail exactly when one SDK rejects it, save the deliberate
 //! disagreements in `deliberate`, each with the text that decides it (README, wire group).
+//! Beside the captured traffic: the methods check does not call yet (prompts/get,
+//! resources/read, completion/complete) asked of `wire-defects` directly, and a hand-written
+//! corpus of one or more messages per rule in every legacy version.
 
 mod common;
 
@@ -122,6 +125,115 @@ fn cases(origin: &str, input: &Path, output: &Path) -> Vec<Case> {
     out
 }
 
+/// The methods check does not call (yet), asked of `wire-defects` directly over its pipes: the
+/// requests are written, stdin closed, and every reply read until the server exits at EOF.
+fn direct_session(b: &Bench) -> Vec<Case> {
+    let dir = b.dir.join("direct");
+    std::fs::create_dir_all(&dir).unwrap();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+            "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "summarize", "arguments": {"text": "x"}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "file:///workspace/README.md"}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "completion/complete", "params": {"ref": {"type": "ref/prompt", "name": "summarize"},
+            "argument": {"name": "text", "value": "x"}}}),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "resources/templates/list"}),
+    ];
+    let input = dir.join("cap.in");
+    let text: String = requests.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&input, &text).unwrap();
+    let out = Command::new(FIXTURE)
+        .arg("wire-defects")
+        .stdin(std::fs::File::open(&input).unwrap())
+        .output()
+        .unwrap();
+    let output = dir.join("cap.out");
+    std::fs::write(&output, &out.stdout).unwrap();
+    let cases = cases("wire-defects direct", &input, &output);
+    for method in ["prompts/get", "resources/read", "completion/complete"] {
+        assert!(
+            cases.iter().any(|c| c.method.as_deref() == Some(method)),
+            "no {method} reply"
+        );
+    }
+    cases
+}
+
+/// Hand-written messages, one or more per rule and version, beside what the servers sent.
+fn synthetic() -> Vec<Case> {
+    let reply = |method: &str, version: Version, result: Value| Case {
+        origin: "synthetic".into(),
+        kind: "reply",
+        method: Some(method.into()),
+        version,
+        message: json!({"jsonrpc": "2.0", "id": 1, "result": result}),
+    };
+    let v = Version::ALL;
+    let mut out = Vec::new();
+    for version in v.into_iter().filter(|v| !v.modern()) {
+        for item in [
+            json!({"type": "text", "text": "a"}),
+            json!({"type": "image", "data": "AAAA", "mimeType": "image/png"}),
+            json!({"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}),
+            json!({"type": "resource_link", "uri": "file:///a", "name": "a"}),
+            json!({"type": "resource", "resource": {"uri": "file:///a", "text": "a"}}),
+            json!({"type": "resource", "resource": {"uri": "file:///a", "blob": "AAAA"}}),
+            json!({"type": "resource", "resource": {"uri": "file:///a"}}),
+            json!({"type": "text"}),
+            json!({"type": "image", "data": "AAAA"}),
+            json!({"type": "video", "url": "x"}),
+            json!({"type": "text", "text": "a", "annotations": {"audience": ["user"], "priority": 0.5}}),
+            json!({"type": "text", "text": "a", "annotations": {"priority": 2}}),
+            json!({"type": "text", "text": "a", "annotations": {"audience": ["system"]}}),
+        ] {
+            out.push(reply("tools/call", version, json!({"content": [item]})));
+        }
+        out.extend([
+            reply("tools/call", version, json!({"content": [], "isError": "yes"})),
+            reply("tools/call", version, json!({"isError": true})),
+            reply("tools/call", version, json!({"content": [], "structuredContent": [1]})),
+            reply("tools/list", version, json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": "no"}}]})),
+            reply("tools/list", version, json!({"tools": [{"name": "a", "inputSchema": {"type": "string"}}]})),
+            reply("tools/list", version, json!({"tools": [{"name": "a", "inputSchema": {"type": "object", "properties": {"x": true}}}]})),
+            reply("tools/list", version, json!({"tools": [{"name": "a", "description": null, "inputSchema": {"type": "object"}}]})),
+            reply("tools/list", version, json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}, "outputSchema": {"type": "array"}}]})),
+            reply("resources/list", version, json!({"resources": [{"uri": "file:///a", "name": "a", "size": "1"}]})),
+            reply("resources/templates/list", version, json!({"resourceTemplates": [{"name": "a"}]})),
+            reply("prompts/list", version, json!({"prompts": [{"name": "a", "arguments": [{"description": "x"}]}]})),
+            reply("prompts/get", version, json!({"messages": [{"role": "assistant", "content": {"type": "text", "text": "a"}}]})),
+            reply("prompts/get", version, json!({"messages": [{"role": "user"}]})),
+            reply("completion/complete", version, json!({"completion": {"values": ["a"], "total": 1.5}})),
+            reply("completion/complete", version, json!({"completion": {"values": vec!["a"; 101]}})),
+            reply("initialize", version, json!({"protocolVersion": version.as_str(), "capabilities": {"tools": {"listChanged": "yes"}},
+                "serverInfo": {"name": "s", "version": "1"}})),
+            reply("initialize", version, json!({"protocolVersion": version.as_str(), "capabilities": {},
+                "serverInfo": {"name": "s"}})),
+            reply("ping", version, json!({})),
+        ]);
+        for params in [
+            json!({"level": "info", "data": {"a": 1}}),
+            json!({"level": "info"}),
+            json!({"progressToken": 1, "progress": 1}),
+            json!({"progressToken": 1.5, "progress": 1}),
+        ] {
+            let method = if params.get("level").is_some() {
+                "notifications/message"
+            } else {
+                "notifications/progress"
+            };
+            out.push(Case {
+                origin: "synthetic".into(),
+                kind: "notification",
+                method: Some(method.into()),
+                version,
+                message: json!({"jsonrpc": "2.0", "method": method, "params": params}),
+            });
+        }
+    }
+    out
+}
+
 /// The SDK script's verdicts (`accepted`: true, false, or null for no opinion) on `cases`.
 fn sdk_verdicts(program: &Path, script: &str, cases: &[Value]) -> Vec<Value> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -210,6 +322,8 @@ fn the_wire_verdict_matches_the_official_sdks_on_every_message_of_the_fixtures_a
             all.extend(cases(label, &input, &output));
         }
     }
+    all.extend(direct_session(&b));
+    all.extend(synthetic());
     assert!(all.len() > 200, "only {} messages captured", all.len());
     let payloads: Vec<Value> = all
         .iter()
@@ -257,9 +371,12 @@ fn the_wire_verdict_matches_the_official_sdks_on_every_message_of_the_fixtures_a
             crate::truncate(&case.message.to_string(), 400)
         ));
     }
+    let silent = |v: &[Value]| v.iter().filter(|v| v["accepted"].is_null()).count();
     eprintln!(
-        "{} messages judged, {rejected} rejected by the wire group, {documented} documented disagreements",
-        all.len()
+        "{} messages judged, {rejected} rejected by the wire group, {documented} documented disagreements; no opinion: TypeScript {}, Python {}",
+        all.len(),
+        silent(&ts),
+        silent(&py)
     );
     assert!(
         rejected > 10,
