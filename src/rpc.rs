@@ -444,20 +444,36 @@ impl Rpc {
     fn note_id_echo(&mut self, env: &Envelope, accept: &dyn Fn(Option<&Value>) -> bool) {
         let Some(log) = self.wire_log.as_mut() else { return };
         for id in &env.ids {
-            if let Id::Value(Value::String(s)) = id
-                && let Ok(n) = s.parse::<u64>()
+            // Our ids are integers: one written as a string ("7") or as a float (7.0).
+            let as_ours = match id {
+                Id::Value(Value::String(s)) => s.parse::<u64>().ok(),
+                Id::Value(Value::Number(n)) if n.is_f64() => n
+                    .as_f64()
+                    .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 9.0e15)
+                    .map(|f| f as u64),
+                _ => None,
+            };
+            if let (Some(n), Id::Value(raw)) = (as_ours, id)
                 && (accept(Some(&Value::from(n))) || self.sent.iter().any(|(sent, _)| *sent == n))
             {
+                // Both SDKs correlate "7" with 7; the Python SDK's ids are strict integers or
+                // strings, so 7.0 is refused.
+                let (what, rule, severity) = if raw.is_string() {
+                    ("the string", "id-echo-string", wire::Severity::Tolerated)
+                } else {
+                    ("the float", "id-echo-float", wire::Severity::Reject)
+                };
                 log.add(wire::Found {
                     family: wire::Family::Envelope,
                     violation: wire::Violation {
                         pointer: "/id".into(),
-                        rule: "id-echo",
+                        rule,
                         message: format!(
-                            "the reply's id is the string \"{n}\" where the request's id was the number {n}: ids are echoed exactly (both official SDKs still correlate them)"
+                            "the reply's id is {what} {} where the request's id was the integer {n}: ids are echoed exactly, with their type",
+                            crate::text::truncate(&crate::inert::json(raw), 64)
                         ),
-                        severity: wire::Severity::Tolerated,
-                        payload: crate::inert::json(&Value::String(s.clone())),
+                        severity,
+                        payload: crate::text::truncate(&crate::inert::json(raw), 240),
                     },
                 });
             }
@@ -606,6 +622,45 @@ mod tests {
                 message: "bad line".into()
             })
         );
+        rpc.close(Grace::default());
+    }
+
+    /// A server in sh that answers its first line three times: with the id as a string, as
+    /// a float, then exactly.
+    fn echoes_ids_loosely() -> Rpc {
+        let script = r#"read l; echo '{"jsonrpc":"2.0","id":"1","result":{}}'; echo '{"jsonrpc":"2.0","id":1.0,"result":{}}'; echo '{"jsonrpc":"2.0","id":1,"result":{}}'; cat >/dev/null"#;
+        let spec = SpawnSpec {
+            program: "/bin/sh".into(),
+            argv0: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![],
+            cwd: None,
+            max_line: 1 << 20,
+        };
+        Rpc::new(Box::new(Server::spawn(&spec).unwrap()))
+    }
+
+    #[test]
+    fn an_id_echoed_as_a_string_is_tolerated_and_as_a_float_rejected() {
+        let mut rpc = echoes_ids_loosely();
+        rpc.wire_log = Some(Box::default());
+        let reply = rpc.request("ping", None, Duration::from_secs(10));
+        assert_eq!(reply, Ok(Reply::Result(json!({}))));
+        let log = rpc.wire_log.take().unwrap();
+        let envelope = &log.families[&wire::Family::Envelope];
+        let seen: Vec<_> = envelope
+            .kept
+            .iter()
+            .map(|v| (v.pointer.as_str(), v.rule, v.severity, v.payload.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("/id", "id-echo-string", wire::Severity::Tolerated, "\"1\""),
+                ("/id", "id-echo-float", wire::Severity::Reject, "1.0"),
+            ]
+        );
+        assert_eq!(log.families[&wire::Family::Empty].messages, 1);
         rpc.close(Grace::default());
     }
 

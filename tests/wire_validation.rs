@@ -62,7 +62,7 @@ const PLANTED: &[(&str, &str, &str)] = &[
         "`/result/content/0/type` [unknown-content-type]",
     ),
     ("wire.envelope", "fail", "`(message)` [jsonrpc]"),
-    ("wire.envelope", "fail", "`/id` [id-echo]"),
+    ("wire.envelope", "fail", "`/id` [id-echo-string]"),
     ("wire.errors", "fail", "`/error/message` [null]"),
     ("wire.notifications", "fail", "`/params/level` [enum]"),
     ("wire.server_requests", "fail", "`/params` [required]"),

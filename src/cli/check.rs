@@ -9,8 +9,9 @@ use super::server_args::{RecordArgs, Recorded, Recorder, ServerArgs};
 use crate::check::{CheckOptions, check, record, report};
 
 /// Check a stdio MCP server for conformance, robustness and security (hidden text, lookalike
-/// names, hidden instructions, leaks in error replies, a tool list that changes), and record the
-/// results as a signed evidence block. Tools are called with valid arguments only when allowed (--call-tools,
+/// names, hidden instructions, leaks in error replies, a tool list that changes), validate every
+/// message it sends against the MCP schema of the negotiated version (the wire group), and
+/// record the results as a signed evidence block. Tools are called with valid arguments only when allowed (--call-tools,
 /// --safe-tool); otherwise only with invalid ones, which a correct server rejects.
 #[derive(Debug, Args)]
 #[command(
