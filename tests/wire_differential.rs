@@ -182,6 +182,10 @@ fn synthetic() -> Vec<Case> {
             json!({"type": "resource", "resource": {"uri": "file:///a"}}),
             json!({"type": "text"}),
             json!({"type": "image", "data": "AAAA"}),
+            json!({"type": "image", "data": "not base64!", "mimeType": "image/png"}),
+            json!({"type": "image", "data": "QUJ", "mimeType": "image/png"}),
+            json!({"type": "audio", "data": "QQ=", "mimeType": "audio/wav"}),
+            json!({"type": "resource", "resource": {"uri": "file:///a", "blob": "%%%"}}),
             json!({"type": "video", "url": "x"}),
             json!({"type": "text", "text": "a", "annotations": {"audience": ["user"], "priority": 0.5}}),
             json!({"type": "text", "text": "a", "annotations": {"priority": 2}}),
@@ -210,6 +214,8 @@ fn synthetic() -> Vec<Case> {
             reply("initialize", version, json!({"protocolVersion": version.as_str(), "capabilities": {},
                 "serverInfo": {"name": "s"}})),
             reply("ping", version, json!({})),
+            reply("initialize", version, json!({"protocolVersion": version.as_str(),
+                "capabilities": {"experimental": {"x": 1}}, "serverInfo": {"name": "s", "version": "1"}})),
         ]);
         for params in [
             json!({"level": "info", "data": {"a": 1}}),

@@ -42,12 +42,12 @@ pub(super) fn content_block(v: &mut V, item: &Value) {
             Version::V2024_11_05
         }
         "image" => {
-            v.required(c, "data", Ty::Str);
+            base64(v, c, "data", true);
             v.required(c, "mimeType", Ty::Str);
             Version::V2024_11_05
         }
         "audio" => {
-            v.required(c, "data", Ty::Str);
+            base64(v, c, "data", true);
             v.required(c, "mimeType", Ty::Str);
             Version::V2025_03_26
         }
@@ -93,8 +93,9 @@ fn resource_contents(v: &mut V, c: &Map<String, Value>) {
     v.required(c, "uri", Ty::Str);
     v.optional(c, "mimeType", Ty::Str);
     let text = v.optional(c, "text", Ty::Str);
-    let blob = v.optional(c, "blob", Ty::Str);
-    if text.is_none() && blob.is_none() && !c.contains_key("text") && !c.contains_key("blob") {
+    let blob = c.get("blob").is_some_and(Value::is_string);
+    base64(v, c, "blob", false);
+    if text.is_none() && !blob && !c.contains_key("text") && !c.contains_key("blob") {
         v.reject(
             "text-or-blob",
             "resource contents carry neither `text` nor `blob`",
@@ -102,4 +103,44 @@ fn resource_contents(v: &mut V, c: &Map<String, Value>) {
         );
     }
     v.meta(c);
+}
+
+/// Member `key`, base64 text: a string the WHATWG forgiving-base64 decode (`atob`, which the
+/// TypeScript SDK applies) takes.
+fn base64(v: &mut V, c: &Map<String, Value>, key: &str, required: bool) {
+    let value = if required {
+        v.required(c, key, Ty::Str)
+    } else {
+        v.optional(c, key, Ty::Str)
+    };
+    if let Some(Value::String(text)) = value
+        && !forgiving_base64(text)
+    {
+        let value = &c[key];
+        v.at(key, |v| {
+            v.reject("base64", format!("`{key}` is not base64"), value)
+        });
+    }
+}
+
+/// Whether `atob` decodes `text`: ASCII whitespace is ignored, one or two `=` may end a text
+/// whose length is a multiple of 4, a length of 1 modulo 4 is refused, and every other
+/// character is of `A-Z a-z 0-9 + /`.
+pub(super) fn forgiving_base64(text: &str) -> bool {
+    let bytes: Vec<u8> = text
+        .bytes()
+        .filter(|b| !matches!(b, b'\t' | b'\n' | 0x0c | b'\r' | b' '))
+        .collect();
+    let mut body = &bytes[..];
+    if body.len().is_multiple_of(4) {
+        for _ in 0..2 {
+            if let [rest @ .., b'='] = body {
+                body = rest;
+            }
+        }
+    }
+    body.len() % 4 != 1
+        && body
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/'))
 }

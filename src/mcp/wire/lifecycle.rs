@@ -75,8 +75,19 @@ pub(super) fn discover(v: &mut V, r: &Map<String, Value>) {
 
 /// `ServerCapabilities`: each declared capability is an object, its flags booleans.
 fn capabilities(v: &mut V, caps: &Map<String, Value>) {
-    for key in ["experimental", "logging", "completions", "tasks", "extensions"] {
+    for key in ["logging", "completions", "tasks", "extensions"] {
         v.optional(caps, key, Ty::Obj);
+    }
+    if let Some(Value::Object(experimental)) = v.optional(caps, "experimental", Ty::Obj) {
+        v.at("experimental", |v| {
+            for (name, value) in experimental.iter().take(super::MAX_ITEMS) {
+                if !value.is_object() && !v.full() {
+                    v.at(name, |v| {
+                        v.reject("type", "an experimental capability is not an object", value)
+                    });
+                }
+            }
+        });
     }
     for (key, flags) in [
         ("tools", &["listChanged"][..]),

@@ -278,3 +278,33 @@ fn a_huge_object_missing_a_member_is_quoted_by_its_head_only() {
         );
     }
 }
+
+#[test]
+fn base64_is_read_as_atob_reads_it() {
+    for ok in [
+        "", "QUJD", "QUJ", "QQ", "QQ==", "QUI=", "Q U J D", "QUJD\n", "+/+/",
+    ] {
+        assert!(content::forgiving_base64(ok), "{ok:?}");
+    }
+    for bad in [
+        "Q",
+        "QUJDQ",
+        "not base64!",
+        "QQ=",
+        "Q=Q=",
+        "QUJD===",
+        "Q\u{e9}JD",
+        "%%%",
+    ] {
+        assert!(!content::forgiving_base64(bad), "{bad:?}");
+    }
+    let found = reply(
+        V25,
+        "tools/call",
+        json!({"content": [{"type": "image", "data": "not base64!", "mimeType": "image/png"}]}),
+    );
+    assert_eq!(
+        rules(&found),
+        [("/result/content/0/data".to_string(), "base64", Severity::Reject)]
+    );
+}
