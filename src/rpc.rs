@@ -665,6 +665,31 @@ mod tests {
     }
 
     #[test]
+    fn notifications_past_the_sample_are_counted_not_parsed() {
+        let script = r#"read l; i=0; while [ $i -lt 300 ]; do echo '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"loud","data":1}}'; i=$((i+1)); done; echo '{"jsonrpc":"2.0","id":1,"result":{}}'; cat >/dev/null"#;
+        let spec = SpawnSpec {
+            program: "/bin/sh".into(),
+            argv0: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![],
+            cwd: None,
+            max_line: 1 << 20,
+        };
+        let mut rpc = Rpc::new(Box::new(Server::spawn(&spec).unwrap()));
+        rpc.wire_log = Some(Box::default());
+        let reply = rpc.request("ping", None, Duration::from_secs(10));
+        assert_eq!(reply, Ok(Reply::Result(json!({}))));
+        let log = rpc.wire_log.take().unwrap();
+        let notes = &log.families[&wire::Family::Notifications];
+        assert_eq!(notes.messages, wire::SAMPLE_UNSOLICITED);
+        assert_eq!(notes.rejects, wire::SAMPLE_UNSOLICITED);
+        assert_eq!(notes.kept.len(), 1, "one distinct violation kept");
+        assert_eq!(log.unsampled, 300 - wire::SAMPLE_UNSOLICITED);
+        assert_eq!(rpc.traffic.notification_count, 300);
+        rpc.close(Grace::default());
+    }
+
+    #[test]
     fn an_error_with_a_null_id_after_a_raw_line_of_ours_answers_that_line() {
         let mut rpc = null_then_result();
         assert!(rpc.send_raw(b"not json"));

@@ -910,6 +910,10 @@ mod tests {
             Prefetch::of(only("pagination")).lists,
             [List::Tools, List::Resources, List::Prompts]
         );
+        let wire = Prefetch::of(only("wire"));
+        assert!(wire.wire, "the wire group asks for every message to be validated");
+        assert_eq!(wire.lists, [List::Tools, List::Resources, List::Prompts]);
+        assert!(!Prefetch::of(only("schema")).wire);
         let all = Prefetch::of(|_| true);
         assert_eq!(all.side_runs, ["1999-01-01", "2024-11-05"]);
     }
