@@ -5,12 +5,14 @@
 //! a reply shows the awaited one cannot be matched (a repeated `id` key, an error with
 //! `id: null`).
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
 use crate::envelope::{Envelope, Id, Method};
 use crate::json_budget::{self, Budget, ParseError};
+use crate::mcp::wire;
 use crate::redact::Redactor;
 use crate::wire::framing::{self, Frame, LineKind, Noise};
 use crate::wire::{Closing, Grace, Sent, Wire, WireEvent};
@@ -24,6 +26,10 @@ const NAMES_KEEP: usize = 32;
 const WRITE_WAIT: Duration = Duration::from_secs(2);
 /// After the server exits, how long stdout may still deliver what it wrote before exiting.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(300);
+/// Requests whose method is remembered by id, so a reply is validated as what it answers.
+const SENT_KEEP: usize = 64;
+/// What one notification or server request may build when it is parsed for validation.
+const UNSOLICITED_BUDGET: Budget = Budget::small(256 * 1024);
 
 /// Everything seen on the wire that was not the reply being waited for.
 #[derive(Debug, Default, Clone)]
@@ -120,6 +126,12 @@ pub struct Rpc {
     /// Replies parsed in full that held a known secret (see `Redactor::map_secrets_found`),
     /// masked on arrival: a caller compares it before and after a request.
     pub replies_with_secrets: u64,
+    /// When set, every message received is validated against the MCP schema (`mcp::wire`)
+    /// and what it broke is recorded here: the awaited replies as they are parsed, and a
+    /// sample of the notifications and server requests, parsed under a small budget.
+    pub wire_log: Option<Box<wire::Log>>,
+    /// The method of each recent request, by id (at most `SENT_KEEP`).
+    sent: VecDeque<(u64, String)>,
 }
 
 impl Rpc {
@@ -134,6 +146,18 @@ impl Rpc {
             raw_unanswered: 0,
             awaiting: "",
             replies_with_secrets: 0,
+            wire_log: None,
+            sent: VecDeque::new(),
+        }
+    }
+
+    /// Remembers which method request `id` called, for the validation of its reply.
+    fn remember(&mut self, id: u64, method: &str) {
+        if self.wire_log.is_some() {
+            if self.sent.len() >= SENT_KEEP {
+                self.sent.pop_front();
+            }
+            self.sent.push_back((id, method.to_string()));
         }
     }
 
@@ -176,6 +200,7 @@ impl Rpc {
     pub fn request_nowait(&mut self, method: &str, params: Option<Value>) -> Option<Value> {
         let id = self.next_id;
         self.next_id += 1;
+        self.remember(id, method);
         let mut msg = json!({"jsonrpc": "2.0", "id": id, "method": method});
         if let Some(p) = params {
             msg["params"] = p;
@@ -192,6 +217,7 @@ impl Rpc {
     ) -> Result<Reply, NoReply> {
         let id = self.next_id;
         self.next_id += 1;
+        self.remember(id, method);
         let mut msg = json!({"jsonrpc": "2.0", "id": id, "method": method});
         if let Some(p) = params {
             msg["params"] = p;
@@ -366,9 +392,13 @@ impl Rpc {
             (Some(Method::Name(method)), Some(id)) if *id != Id::Value(Value::Null) => {
                 let method = method.clone();
                 self.answer_server_request(&method, id.clone());
+                self.validate_unsolicited(wire::Kind::ServerRequest, body);
                 None
             }
             (Some(method), _) => {
+                if env.id().is_none() {
+                    self.validate_unsolicited(wire::Kind::Notification, body);
+                }
                 self.traffic.notification_count += 1;
                 if matches!(method, Method::Name(m) if m == "notifications/message") {
                     self.traffic.log_messages += 1;
@@ -427,6 +457,7 @@ impl Rpc {
                 };
                 return Some(Err(NoReply::ErrorWithNullId { code, message }));
             }
+            self.note_id_echo(env, accept);
             self.traffic.unmatched_replies += 1;
             return None;
         }
@@ -437,11 +468,96 @@ impl Rpc {
                 if self.redactor.map_secrets_found(&mut msg) > 0 {
                     self.replies_with_secrets += 1;
                 }
+                let msg = self.validate_reply(env, msg);
                 Ok(classify_reply(msg))
             }
             Err(ParseError::TooComplex) => Err(NoReply::TooComplex { bytes: body.len() }),
             Err(ParseError::Invalid) => Ok(Reply::Malformed(Map::new())),
         })
+    }
+
+    /// Validates an awaited reply as the answer to the method its id was sent with.
+    fn validate_reply(&mut self, env: &Envelope, msg: Map<String, Value>) -> Map<String, Value> {
+        let Some(log) = self.wire_log.as_mut() else {
+            return msg;
+        };
+        let method = match env.id() {
+            Some(Id::Value(id)) => id
+                .as_u64()
+                .and_then(|id| self.sent.iter().rev().find(|(sent, _)| *sent == id))
+                .map(|(_, m)| m.as_str()),
+            _ => None,
+        };
+        let value = Value::Object(msg);
+        log.record(wire::Kind::Reply(method), &value);
+        match value {
+            Value::Object(msg) => msg,
+            _ => Map::new(),
+        }
+    }
+
+    /// A reply matched nothing: if its id is one of ours written as a string ("7" for 7),
+    /// the server did not echo the id exactly.
+    fn note_id_echo(&mut self, env: &Envelope, accept: &dyn Fn(Option<&Value>) -> bool) {
+        let Some(log) = self.wire_log.as_mut() else { return };
+        for id in &env.ids {
+            // Our ids are integers: one written as a string ("7") or as a float (7.0).
+            let as_ours = match id {
+                Id::Value(Value::String(s)) => s.parse::<u64>().ok(),
+                Id::Value(Value::Number(n)) if n.is_f64() => n
+                    .as_f64()
+                    .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 9.0e15)
+                    .map(|f| f as u64),
+                _ => None,
+            };
+            if let (Some(n), Id::Value(raw)) = (as_ours, id)
+                && (accept(Some(&Value::from(n))) || self.sent.iter().any(|(sent, _)| *sent == n))
+            {
+                // Both SDKs correlate "7" with 7; the Python SDK's ids are strict integers or
+                // strings, so 7.0 is refused.
+                let (what, rule, severity) = if raw.is_string() {
+                    ("the string", "id-echo-string", wire::Severity::Tolerated)
+                } else {
+                    ("the float", "id-echo-float", wire::Severity::Reject)
+                };
+                log.add(wire::Found {
+                    family: wire::Family::Envelope,
+                    violation: wire::Violation {
+                        pointer: "/id".into(),
+                        rule,
+                        message: format!(
+                            "the reply's id is {what} {} where the request's id was the integer {n}: ids are echoed exactly, with their type",
+                            crate::text::truncate(&crate::inert::json(raw), 64)
+                        ),
+                        severity,
+                        payload: crate::text::truncate(&crate::inert::json(raw), 240),
+                    },
+                });
+            }
+        }
+    }
+
+    /// Parses a notification or server request under a small budget and validates it, for
+    /// the first `SAMPLE_UNSOLICITED` of a run; later ones (and unparsable ones) are counted.
+    fn validate_unsolicited(&mut self, kind: wire::Kind<'static>, body: &[u8]) {
+        let Some(log) = self.wire_log.as_mut() else { return };
+        let sampled = log
+            .families
+            .get(&wire::family_of(kind, &Value::Null))
+            .map_or(0, |f| f.messages);
+        if sampled >= wire::SAMPLE_UNSOLICITED {
+            log.unsampled += 1;
+            return;
+        }
+        match json_budget::parse(body, UNSOLICITED_BUDGET) {
+            Ok(mut value) => {
+                if let Value::Object(m) = &mut value {
+                    self.redactor.map_secrets_found(m);
+                }
+                log.record(kind, &value);
+            }
+            Err(_) => log.unsampled += 1,
+        }
     }
 
     fn answer_server_request(&mut self, method: &str, id: Id) {
@@ -605,6 +721,70 @@ mod tests {
                 message: "bad line".into()
             })
         );
+        rpc.close(Grace::default());
+    }
+
+    /// A server in sh that answers its first line three times: with the id as a string, as
+    /// a float, then exactly.
+    fn echoes_ids_loosely() -> Rpc {
+        let script = r#"read l; echo '{"jsonrpc":"2.0","id":"1","result":{}}'; echo '{"jsonrpc":"2.0","id":1.0,"result":{}}'; echo '{"jsonrpc":"2.0","id":1,"result":{}}'; cat >/dev/null"#;
+        let spec = SpawnSpec {
+            program: "/bin/sh".into(),
+            argv0: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![],
+            cwd: None,
+            max_line: 1 << 20,
+        };
+        Rpc::new(Box::new(Server::spawn(&spec).unwrap()))
+    }
+
+    #[test]
+    fn an_id_echoed_as_a_string_is_tolerated_and_as_a_float_rejected() {
+        let mut rpc = echoes_ids_loosely();
+        rpc.wire_log = Some(Box::default());
+        let reply = rpc.request("ping", None, Duration::from_secs(10));
+        assert_eq!(reply, Ok(Reply::Result(json!({}))));
+        let log = rpc.wire_log.take().unwrap();
+        let envelope = &log.families[&wire::Family::Envelope];
+        let seen: Vec<_> = envelope
+            .kept
+            .iter()
+            .map(|v| (v.pointer.as_str(), v.rule, v.severity, v.payload.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("/id", "id-echo-string", wire::Severity::Tolerated, "\"1\""),
+                ("/id", "id-echo-float", wire::Severity::Reject, "1.0"),
+            ]
+        );
+        assert_eq!(log.families[&wire::Family::Empty].messages, 1);
+        rpc.close(Grace::default());
+    }
+
+    #[test]
+    fn notifications_past_the_sample_are_counted_not_parsed() {
+        let script = r#"read l; i=0; while [ $i -lt 300 ]; do echo '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"loud","data":1}}'; i=$((i+1)); done; echo '{"jsonrpc":"2.0","id":1,"result":{}}'; cat >/dev/null"#;
+        let spec = SpawnSpec {
+            program: "/bin/sh".into(),
+            argv0: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![],
+            cwd: None,
+            max_line: 1 << 20,
+        };
+        let mut rpc = Rpc::new(Box::new(Server::spawn(&spec).unwrap()));
+        rpc.wire_log = Some(Box::default());
+        let reply = rpc.request("ping", None, Duration::from_secs(10));
+        assert_eq!(reply, Ok(Reply::Result(json!({}))));
+        let log = rpc.wire_log.take().unwrap();
+        let notes = &log.families[&wire::Family::Notifications];
+        assert_eq!(notes.messages, wire::SAMPLE_UNSOLICITED);
+        assert_eq!(notes.rejects, wire::SAMPLE_UNSOLICITED);
+        assert_eq!(notes.kept.len(), 1, "one distinct violation kept");
+        assert_eq!(log.unsampled, 300 - wire::SAMPLE_UNSOLICITED);
+        assert_eq!(rpc.traffic.notification_count, 300);
         rpc.close(Grace::default());
     }
 

@@ -144,6 +144,9 @@
 //! - `past-clean`, `past-defects`, `past-undeclared-log`: self-contained servers with
 //!   resources, templates, prompts, completions and logging, clean or with one defect per
 //!   check past the lists and per negative protocol case; see `fixture/past.rs`.
+//! - `wire-defects`: a self-contained server with one planted defect per class of `check`'s
+//!   wire group (a null title, a string `required`, an object `instructions`, an unknown
+//!   content type, an error without "jsonrpc", …); see `fixture/wire_defects.rs`.
 
 #[path = "fixture/hostile.rs"]
 mod hostile;
@@ -153,6 +156,8 @@ mod past;
 mod poisoned;
 #[path = "fixture/schema_defects.rs"]
 mod schema_defects;
+#[path = "fixture/wire_defects.rs"]
+mod wire_defects;
 
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -320,6 +325,7 @@ fn main() -> ExitCode {
         .or_else(|| poisoned::run(name))
         .or_else(|| schema_defects::run(name))
         .or_else(|| past::run(name))
+        .or_else(|| wire_defects::run(name))
     {
         return if result.is_ok() {
             ExitCode::SUCCESS

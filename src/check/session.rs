@@ -11,7 +11,7 @@ use super::CheckOptions;
 use super::checks::{List, Prefetch};
 use super::model::{CheckReport, CheckResult, SessionSeen};
 use crate::clock;
-use crate::mcp::{CLIENT_NAME, DEFAULT_LEGACY, Era, EraChoice, ServerInfo};
+use crate::mcp::{CLIENT_NAME, DEFAULT_LEGACY, Era, EraChoice, ServerInfo, wire};
 use crate::probe::outcome::{Bound, Silence, TargetSeen};
 use crate::redact::Redactor;
 use crate::rpc::{NoReply, Reply, Rpc, Traffic};
@@ -154,6 +154,10 @@ pub struct Ctx<'o> {
     stamp: clock::Stamp,
     host: String,
     digest: Option<crate::target::DigestJob>,
+    /// Every message of the main session is validated (a `wire.*` check is selected).
+    validate: bool,
+    /// What the messages of stopped processes broke (see `wire_seen`).
+    wire_log: wire::Log,
 }
 
 impl<'o> Ctx<'o> {
@@ -206,6 +210,8 @@ impl<'o> Ctx<'o> {
             stamp,
             host,
             digest: None,
+            validate: prefetch.wire,
+            wire_log: wire::Log::default(),
         };
         match launched {
             Ok(launch) => {
@@ -252,6 +258,10 @@ impl<'o> Ctx<'o> {
         self.protocol_version = hs.version.clone();
         self.server = hs.server;
         self.init = hs.result;
+        let version = hs.version.as_deref().and_then(wire::Version::parse);
+        if let Some(log) = self.rpc.as_mut().and_then(|r| r.wire_log.as_mut()) {
+            log.version = version;
+        }
         if let Err(e) = outcome {
             if let HandshakeError::NoReply {
                 step,
@@ -691,6 +701,15 @@ impl<'o> Ctx<'o> {
         crate::probe::merge_traffic(self.earlier_traffic.clone(), current)
     }
 
+    /// What every message validated so far broke, over every server process of the run.
+    pub fn wire_seen(&self) -> wire::Log {
+        let mut log = self.wire_log.clone();
+        if let Some(current) = self.rpc.as_ref().and_then(|r| r.wire_log.as_deref()) {
+            log.merge(current.clone());
+        }
+        log
+    }
+
     /// Whether the main server process is still running.
     pub fn alive(&mut self) -> bool {
         let Some(rpc) = self.rpc.as_mut() else {
@@ -709,6 +728,9 @@ impl<'o> Ctx<'o> {
         let died = rpc.wire().exit().is_some();
         self.earlier_stdout += rpc.wire().stats().output_bytes;
         let traffic = std::mem::take(&mut rpc.traffic);
+        if let Some(log) = rpc.wire_log.take() {
+            self.wire_log.merge(*log);
+        }
         self.earlier_traffic =
             crate::probe::merge_traffic(std::mem::take(&mut self.earlier_traffic), traffic);
         let stderr = self.stderr.take();
@@ -814,6 +836,9 @@ impl Connector for Ctx<'_> {
         let mut rpc = Rpc::new(wire);
         rpc.redactor = self.redactor.clone();
         rpc.deadline = Some(self.deadline);
+        if self.validate {
+            rpc.wire_log = Some(Box::default());
+        }
         Ok(rpc)
     }
 
@@ -825,6 +850,9 @@ impl Connector for Ctx<'_> {
             let mut rpc = Rpc::new(wire);
             rpc.redactor = self.redactor.clone();
             rpc.deadline = Some(self.deadline);
+            if self.validate {
+                rpc.wire_log = Some(Box::default());
+            }
             rpc
         }))
     }

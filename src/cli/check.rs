@@ -10,7 +10,8 @@ use crate::check::{CheckOptions, record, report};
 
 /// Check a stdio MCP server for conformance, robustness and security (hidden text, lookalike
 /// names, hidden instructions, leaks in error replies, a tool list that changes), and record the
-/// results as a signed evidence block. Tools are called with valid arguments only when allowed (--call-tools,
+/// results as a signed evidence block; validate every message it receives against the MCP
+/// schema of the negotiated version (the wire group). Tools are called with valid arguments only when allowed (--call-tools,
 /// --safe-tool); otherwise only with invalid ones, which a correct server rejects. Resources and
 /// prompts, read-only by the specification, are read: the first 3 of each (resources/read,
 /// prompts/get), with one completion/complete and logging/setLevel info when declared.

@@ -3,6 +3,7 @@
 //! check, drive and serve take these from here, so they cannot disagree on a name or a number.
 
 mod messages;
+pub mod wire;
 
 pub use messages::ServerInfo;
 pub(crate) use messages::{initialize_params, modern_meta, modern_meta_as, server_info};

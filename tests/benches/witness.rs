@@ -13,6 +13,8 @@
 //!    MCP tool `inputSchema`, against parsing the same arguments from JSON text.
 //! 7. what the checks past the lists, the negative protocol cases and the traffic group add to
 //!    a check of server-everything (`--skip` of them against the whole suite).
+//! 8. what the wire group (every message validated) adds, measured the same way with
+//!    `--skip wire`.
 //!
 //! `MCP_WITNESS_BENCH_BLOCKS` changes the 100,000; `MCP_WITNESS_BENCH_RUNS` the repetitions;
 //! `MCP_WITNESS_BENCH_KEEP=1` keeps the generated files for a closer look.
@@ -74,9 +76,15 @@ fn main() {
     let (big, key) = verify_vs_bare(&dir, blocks);
     append_cost(&dir, &big, &key, runs.max(20));
     check_vs_probe(&dir, env_usize("MCP_WITNESS_BENCH_CHECK_RUNS", 7));
-    security_cost(&dir, env_usize("MCP_WITNESS_BENCH_CHECK_RUNS", 7));
+    group_cost(
+        &dir,
+        env_usize("MCP_WITNESS_BENCH_CHECK_RUNS", 7),
+        "5",
+        "security",
+    );
     schema_validation();
     past_lists_cost(&dir, env_usize("MCP_WITNESS_BENCH_CHECK_RUNS", 7));
+    group_cost(&dir, env_usize("MCP_WITNESS_BENCH_CHECK_RUNS", 7), "8", "wire");
     if std::env::var_os("MCP_WITNESS_BENCH_KEEP").is_some() {
         println!("   (kept {})", dir.display());
     } else {
@@ -341,8 +349,9 @@ fn check_vs_probe(dir: &Path, runs: usize) {
     }
 }
 
-/// 5. the security group's share of a check run: a second tools/list and the lint's scans.
-fn security_cost(dir: &Path, runs: usize) {
+/// 5 and 6. a group's share of a check run (security: a second tools/list and the lint's
+/// scans; wire: the validation of every message).
+fn group_cost(dir: &Path, runs: usize, number: &str, group: &str) {
     let key = dir.join("security.key");
     let servers: [(&str, &[&str], usize); 2] = [
         ("the poisoned fixture", &["poisoned"], runs),
@@ -364,11 +373,7 @@ fn security_cost(dir: &Path, runs: usize) {
                     "--key",
                     key.to_str().unwrap(),
                 ])
-                .args(if skip {
-                    &["--skip", "security"][..]
-                } else {
-                    &[][..]
-                })
+                .args(if skip { vec!["--skip", group] } else { vec![] })
                 .arg("--")
                 .arg(FIXTURE)
                 .args(behaviour)
@@ -389,7 +394,7 @@ fn security_cost(dir: &Path, runs: usize) {
         }
         let (a, b) = (median(without), median(with));
         println!(
-            "5. check of {label}: without the security group {:.0} ms | with it {:.0} ms | added {:.0} ms",
+            "{number}. check of {label}: without the {group} group {:.0} ms | with it {:.0} ms | added {:.0} ms",
             ms(a),
             ms(b),
             ms(b) - ms(a)

@@ -12,6 +12,7 @@ mod schema;
 mod schema_json;
 mod security;
 mod transport;
+mod wire;
 
 use super::model::{CheckResult, Severity, Status};
 use super::session::Ctx;
@@ -49,6 +50,8 @@ pub struct Needs {
     pub transport: Option<crate::wire::Transport>,
     /// Calls tools with valid arguments: runs only with `--call-tools` or `--safe-tool`.
     pub calls: bool,
+    /// Every message of the run is validated against the MCP schema for it.
+    pub wire: bool,
 }
 
 /// A list the session walks up front.
@@ -66,6 +69,8 @@ pub enum List {
 pub struct Prefetch {
     pub lists: Vec<List>,
     pub side_runs: Vec<&'static str>,
+    /// Validate every message received (see `mcp::wire`).
+    pub wire: bool,
 }
 
 impl Prefetch {
@@ -78,6 +83,7 @@ impl Prefetch {
                     p.lists.push(*l);
                 }
             }
+            p.wire |= c.needs.wire;
             for v in c.needs.side_runs {
                 if !p.side_runs.contains(v) {
                     p.side_runs.push(v);
@@ -187,6 +193,7 @@ const fn check(
             side_runs: &[],
             transport: None,
             calls: false,
+            wire: false,
         },
         input: Input::Valid,
         run,
@@ -270,11 +277,35 @@ const fn calls_tools(c: Check) -> Check {
     }
 }
 
+/// A `wire.*` check: grades what the messages of its family broke, over the whole run
+/// (every list is walked so that `--only wire` still sees them).
+const fn wire_check(
+    id: &'static str,
+    title: &'static str,
+    spec: &'static str,
+    fix: &'static str,
+    run: fn(&mut Ctx<'_>) -> Outcome,
+) -> Check {
+    let c = check(id, title, spec, fix, run);
+    Check {
+        needs: Needs {
+            wire: true,
+            lists: EVERY_LIST,
+            ..c.needs
+        },
+        ..c
+    }
+}
+
 const TOOLS: &[List] = &[List::Tools];
 const EVERY_LIST: &[List] = &[List::Tools, List::Resources, List::Prompts];
 
 pub(crate) const SPEC_LIFECYCLE: &str =
     "https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle";
+pub(crate) const SPEC_RESOURCES: &str =
+    "https://modelcontextprotocol.io/specification/2025-11-25/server/resources";
+pub(crate) const SPEC_PROMPTS: &str =
+    "https://modelcontextprotocol.io/specification/2025-11-25/server/prompts";
 pub(crate) const SPEC_BASE: &str = "https://modelcontextprotocol.io/specification/2025-11-25/basic";
 pub(crate) const SPEC_PING: &str =
     "https://modelcontextprotocol.io/specification/2025-11-25/basic/utilities/ping";
@@ -291,8 +322,6 @@ pub(crate) const SPEC_VERSIONING: &str =
     "https://modelcontextprotocol.io/specification/2026-07-28/basic/versioning";
 pub(crate) const SPEC_SECURITY: &str =
     "https://modelcontextprotocol.io/specification/2025-11-25/basic/security_best_practices";
-const SPEC_RESOURCES: &str = "https://modelcontextprotocol.io/specification/2025-11-25/server/resources";
-const SPEC_PROMPTS: &str = "https://modelcontextprotocol.io/specification/2025-11-25/server/prompts";
 const SPEC_COMPLETION: &str =
     "https://modelcontextprotocol.io/specification/2025-11-25/server/utilities/completion";
 const SPEC_LOGGING: &str =
@@ -953,6 +982,104 @@ pub const ALL: &[Check] = &[
             security::tool_list_drift,
         ),
     ),
+    wire_check(
+        "wire.envelope",
+        "every message is a JSON-RPC 2.0 message: \"jsonrpc\": \"2.0\", ids echoed exactly, result xor error",
+        SPEC_BASE,
+        "Send `\"jsonrpc\": \"2.0\"` on every message (errors too), echo the request's id with its type, and reply with exactly one of result and error.",
+        wire::envelope,
+    ),
+    wire_check(
+        "wire.errors",
+        "error replies carry an integer code and a string message",
+        SPEC_BASE,
+        "Reply to a failed request with `error: {code: <integer>, message: <string>, data?}`.",
+        wire::errors,
+    ),
+    wire_check(
+        "wire.initialize",
+        "the initialize / server/discover result matches the schema (protocolVersion, capabilities, serverInfo, instructions a string)",
+        SPEC_LIFECYCLE,
+        "Return protocolVersion, a capabilities object whose members are objects, serverInfo {name, version} and, if any, `instructions` as a string.",
+        wire::initialize,
+    ),
+    wire_check(
+        "wire.ping",
+        "ping and logging/setLevel results are objects",
+        SPEC_PING,
+        "Answer ping and logging/setLevel with an empty object result `{}`.",
+        wire::empty,
+    ),
+    wire_check(
+        "wire.tools_list",
+        "tools/list results match the Tool schema of the negotiated version",
+        SPEC_TOOLS,
+        "Leave optional members out rather than null (title, description, nextCursor); give inputSchema `type: \"object\"`, `properties` an object and `required` an array of strings.",
+        wire::tools_list,
+    ),
+    wire_check(
+        "wire.resources_list",
+        "resources/list results match the Resource schema",
+        SPEC_RESOURCES,
+        "Give every resource a string uri and name; leave optional members out rather than null.",
+        wire::resources_list,
+    ),
+    wire_check(
+        "wire.resource_templates_list",
+        "resources/templates/list results match the ResourceTemplate schema",
+        SPEC_RESOURCES,
+        "Give every template a string uriTemplate and name; leave optional members out rather than null.",
+        wire::templates_list,
+    ),
+    wire_check(
+        "wire.prompts_list",
+        "prompts/list results match the Prompt schema",
+        SPEC_PROMPTS,
+        "Give every prompt a string name and its arguments string names and boolean `required`; leave optional members out rather than null.",
+        wire::prompts_list,
+    ),
+    wire_check(
+        "wire.tools_call",
+        "tools/call results carry a content array of known content items",
+        SPEC_TOOLS,
+        "Return `content: [...]` of text, image, audio, resource_link or resource items (each with its required members), structuredContent an object, isError a boolean.",
+        wire::tools_call,
+    ),
+    wire_check(
+        "wire.resources_read",
+        "resources/read results carry contents with uri and text or blob",
+        SPEC_RESOURCES,
+        "Return `contents: [{uri, mimeType?, text}]` or `[{uri, mimeType?, blob}]`.",
+        wire::resources_read,
+    ),
+    wire_check(
+        "wire.prompts_get",
+        "prompts/get results carry messages whose role is user or assistant",
+        SPEC_PROMPTS,
+        "Use only the roles \"user\" and \"assistant\" (fold a system prompt into the first user message), each message with one content item.",
+        wire::prompts_get,
+    ),
+    wire_check(
+        "wire.completion",
+        "completion/complete results carry at most 100 string values",
+        "https://modelcontextprotocol.io/specification/2025-11-25/server/utilities/completion",
+        "Return `completion: {values: [<at most 100 strings>], total?, hasMore?}`.",
+        wire::completion,
+    ),
+    wire_check(
+        "wire.notifications",
+        "notifications from the server match their schema (logging level, progress token, …)",
+        SPEC_BASE,
+        "Send notifications without an id, with params of the documented shape (notifications/message: a known level and data).",
+        wire::notifications,
+    ),
+    wire_check(
+        "wire.server_requests",
+        "requests from the server match their schema, and none in 2026-07-28",
+        SPEC_BASE,
+        "Send server requests with a string or integer id and documented params; a 2026-07-28 server asks through input_required results instead.",
+        wire::server_requests,
+    ),
     check(
         "traffic.server_requests",
         "the server requests no client capability mcp-witness did not declare (it declares none: no sampling, roots or elicitation)",
@@ -1080,7 +1207,8 @@ mod tests {
             Prefetch::of(only("protocol.version_negotiation.unknown")),
             Prefetch {
                 lists: vec![],
-                side_runs: vec!["1999-01-01"]
+                side_runs: vec!["1999-01-01"],
+                wire: false,
             }
         );
         assert_eq!(Prefetch::of(only("schema")).lists, [List::Tools]);
@@ -1094,6 +1222,10 @@ mod tests {
             Prefetch::of(only("pagination")).lists,
             [List::Tools, List::Resources, List::Prompts]
         );
+        let wire = Prefetch::of(only("wire"));
+        assert!(wire.wire, "the wire group asks for every message to be validated");
+        assert_eq!(wire.lists, [List::Tools, List::Resources, List::Prompts]);
+        assert!(!Prefetch::of(only("schema")).wire);
         let all = Prefetch::of(|_| true);
         assert_eq!(all.side_runs, ["1999-01-01", "2024-11-05"]);
     }

@@ -23,6 +23,7 @@ pub const GROUPS: &[&str] = &[
     "schema",
     "robustness",
     "security",
+    "wire",
     "traffic",
     "transport",
     "hygiene",
