@@ -65,9 +65,22 @@ def unsafe_number(value, path="$"):
     return None
 
 
+V2_TOP = ("surface", "expected", "http")
+V2_TARGET = ("program_sha256_source", "url", "transport", "headers")
+
+
 def derived(b):
     """What is wrong with a block's derived digests or cross-field rules, else None."""
     t = b["target"]
+    if b["format"] == "mcp-witness/evidence-block/v1":
+        for k in V2_TOP:
+            if k in b:
+                return f"{k} is a format v2 field, in a v1 block"
+        for k in V2_TARGET:
+            if k in t:
+                return f"target.{k} is a format v2 field, in a v1 block"
+        if "http" in b.get("session", {}):
+            return "session.http is a format v2 field, in a v1 block"
     if b["kind"] == "client":
         identity = {"client": t["client"]}
         observation = {"client": b["client"], "domains": b["domains"], "verdict": b["verdict"]}

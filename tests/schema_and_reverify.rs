@@ -295,9 +295,29 @@ fn sealed_line(mut body: serde_json::Map<String, Value>) -> Vec<u8> {
         prev: GENESIS_PREV.into(),
         file_id: "00112233445566778899aabbccddeeff".into(),
     };
+    // A body that names its format keeps it (seal writes the current one): an older
+    // format is signed as such.
+    let format = body.get("format").cloned();
     let mut line = seal(body, &link, &key).line;
     line.pop();
-    line
+    match format {
+        Some(f) if f != Value::from(mcp_witness::evidence::block::FORMAT) => {
+            use sha2::Digest;
+            let mut v: Value = serde_json::from_slice(&line).unwrap();
+            let map = v.as_object_mut().unwrap();
+            map.insert("format".into(), f);
+            map.remove("hash");
+            map.remove("sig");
+            let digest: [u8; 32] =
+                sha2::Sha256::digest(mcp_witness::evidence::canonical::to_bytes(&v)).into();
+            let sig = ed25519_dalek::Signer::sign(&key, &digest);
+            let map = v.as_object_mut().unwrap();
+            map.insert("hash".into(), mcp_witness::hex::encode(&digest).into());
+            map.insert("sig".into(), mcp_witness::hex::encode(&sig.to_bytes()).into());
+            mcp_witness::evidence::canonical::to_bytes(&v)
+        }
+        _ => line,
+    }
 }
 
 #[test]
@@ -435,6 +455,10 @@ fn verify_and_the_json_schema_agree_on_every_good_and_broken_block() {
             v["domains"][0]["answers"][0]["evidence_line"] = "1".into()
         }),
         ("client top-level extra", &client, |v| v["extra"] = 1.into()),
+        ("a v1 block with a v2 field (surface)", &probe, |v| {
+            v["format"] = "mcp-witness/evidence-block/v1".into();
+            v["surface"] = Value::Null;
+        }),
     ];
     let mut corpus: Vec<(String, bool, Vec<u8>)> = good
         .into_iter()

@@ -19,7 +19,11 @@ use super::kind::{self, BlockKind, View};
 use crate::hex;
 
 /// The `format` value of every block this version writes.
-pub const FORMAT: &str = "mcp-witness/evidence-block/v1";
+/// The format this version writes. v2 added the surface (`surface`, `expected`), HTTP targets
+/// (`target.url`, `transport`, `headers`, the `http` facts) and `target.program_sha256_source`.
+pub const FORMAT: &str = "mcp-witness/evidence-block/v2";
+/// The format before them, still verified: a v1 block holds none of the v2 fields.
+pub const FORMAT_V1: &str = "mcp-witness/evidence-block/v1";
 /// `prev` of a file's first block.
 pub const GENESIS_PREV: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 /// A block line longer than this is refused by every reader (blocks are bounded far below it).

@@ -107,6 +107,9 @@ impl BlockKind {
     pub fn check(self, block: &View<'_>) -> Result<(), BlockError> {
         let spec = self.spec();
         shape::check_members(&[ENVELOPE, spec.fields], &block.members, shape::At::Top)?;
+        if block.at("format").str().as_deref() == Some(super::block::FORMAT_V1) {
+            v1_holds_no_v2_field(block)?;
+        }
         let target = View::of(block.at("target"));
         let id = sha256_hex(&(spec.identity)(&target));
         if target.at("id").str().as_deref() != Some(id.as_str()) {
@@ -134,6 +137,26 @@ impl BlockKind {
         }
         out
     }
+}
+
+/// Members added by format v2: a v1 block holding one was not written by any version.
+const V2_TOP: &[&str] = &["surface", "expected", "http"];
+const V2_TARGET: &[&str] = &["program_sha256_source", "url", "transport", "headers"];
+
+fn v1_holds_no_v2_field(block: &View<'_>) -> Result<(), BlockError> {
+    let has = |v: &View<'_>, k: &str| v.members.iter().any(|(m, _)| m.as_ref() == k.as_bytes());
+    let v2 = |path: String| BlockError::Field(path, "is a format v2 field, in a v1 block".into());
+    if let Some(k) = V2_TOP.iter().find(|k| has(block, k)) {
+        return Err(v2((*k).to_string()));
+    }
+    let target = View::of(block.at("target"));
+    if let Some(k) = V2_TARGET.iter().find(|k| has(&target, k)) {
+        return Err(v2(format!("target.{k}")));
+    }
+    if has(&View::of(block.at("session")), "http") {
+        return Err(v2("session.http".into()));
+    }
+    Ok(())
 }
 
 /// SHA-256 (lower-case hex) of canonical bytes.
@@ -206,7 +229,7 @@ pub const NAMES: [&str; BlockKind::ALL.len()] = {
 };
 
 /// The `format` values a block may carry.
-pub const FORMATS: &[&str] = &[super::block::FORMAT];
+pub const FORMATS: &[&str] = &[super::block::FORMAT_V1, super::block::FORMAT];
 
 /// Fields every block has, in the order verify checks them (`target` is each kind's own).
 pub const ENVELOPE: &[Field] = &[
