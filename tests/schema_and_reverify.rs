@@ -301,7 +301,7 @@ fn sealed_line(mut body: serde_json::Map<String, Value>) -> Vec<u8> {
     let mut line = seal(body, &link, &key).line;
     line.pop();
     match format {
-        Some(f) if f != Value::from(mcp_witness::evidence::block::FORMAT) => {
+        Some(f) if f != mcp_witness::evidence::block::FORMAT => {
             use sha2::Digest;
             let mut v: Value = serde_json::from_slice(&line).unwrap();
             let map = v.as_object_mut().unwrap();
