@@ -34,6 +34,16 @@ pub enum ConfigError {
     TooLarge(PathBuf),
     Json(PathBuf, String),
     NoServers(PathBuf),
+    /// No `--server` was named: the names there are.
+    NameOne {
+        path: PathBuf,
+        known: Vec<String>,
+    },
+    /// The same server name twice in one servers object (a JSON reader keeps only one).
+    Duplicate {
+        path: PathBuf,
+        name: String,
+    },
     NoSuchServer {
         path: PathBuf,
         name: String,
@@ -64,6 +74,21 @@ impl std::fmt::Display for ConfigError {
                 "config {} has neither an `mcpServers` nor a `servers` object",
                 p.display()
             ),
+            ConfigError::NameOne { path, known } => write!(
+                f,
+                "config {} has these servers: {}; name one with --server NAME",
+                path.display(),
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ),
+            ConfigError::Duplicate { path, name } => write!(
+                f,
+                "config {} names server `{name}` twice; a client would silently use only one of the two entries: rename or remove one",
+                path.display()
+            ),
             ConfigError::NoSuchServer { path, name, known } => write!(
                 f,
                 "config {} has no server `{name}`; it has: {}",
@@ -93,6 +118,18 @@ impl std::error::Error for ConfigError {}
 
 /// Reads server `name` from the config at `path`.
 pub fn load(path: &Path, name: &str) -> Result<ServerEntry, ConfigError> {
+    parse(&read(path)?, name, path)
+}
+
+/// The server names of the config at `path`, in file order... as its reader sorts them.
+pub fn names(path: &Path) -> Result<Vec<String>, ConfigError> {
+    let text = read(path)?;
+    let value = value_of(&text, path)?;
+    Ok(servers_of(&value, path)?.keys().cloned().collect())
+}
+
+/// The config's text, bounded.
+fn read(path: &Path) -> Result<String, ConfigError> {
     let file = crate::files::open_read(path, "config").map_err(ConfigError::File)?;
     let mut text = String::new();
     file.take(MAX_CONFIG + 1)
@@ -101,18 +138,90 @@ pub fn load(path: &Path, name: &str) -> Result<ServerEntry, ConfigError> {
     if text.len() as u64 > MAX_CONFIG {
         return Err(ConfigError::TooLarge(path.into()));
     }
-    parse(&text, name, path)
+    Ok(text)
+}
+
+/// The config as JSON: a UTF-8 byte-order mark, comments and trailing commas allowed; the
+/// same server name twice refused.
+fn value_of(text: &str, path: &Path) -> Result<Value, ConfigError> {
+    let text = strip_jsonc(text.strip_prefix('\u{feff}').unwrap_or(text));
+    if let Some(name) = duplicate_server(&text) {
+        return Err(ConfigError::Duplicate {
+            path: path.into(),
+            name,
+        });
+    }
+    serde_json::from_str(&text).map_err(|e| ConfigError::Json(path.into(), e.to_string()))
+}
+
+/// The servers object of a config.
+fn servers_of<'a>(value: &'a Value, path: &Path) -> Result<&'a serde_json::Map<String, Value>, ConfigError> {
+    value
+        .get("mcpServers")
+        .or_else(|| value.get("servers"))
+        .and_then(Value::as_object)
+        .ok_or_else(|| ConfigError::NoServers(path.into()))
+}
+
+/// A name given twice in the top-level `mcpServers` or `servers` object, if one is.
+fn duplicate_server(text: &str) -> Option<String> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    struct Names(Option<String>);
+    impl<'de> serde::Deserialize<'de> for Names {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Names;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Names, A::Error> {
+                    let mut seen = std::collections::HashSet::new();
+                    let mut dup = None;
+                    while let Some(k) = m.next_key::<String>()? {
+                        m.next_value::<IgnoredAny>()?;
+                        if !seen.insert(k.clone()) && dup.is_none() {
+                            dup = Some(k);
+                        }
+                    }
+                    Ok(Names(dup))
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
+    struct Top(Option<String>);
+    impl<'de> serde::Deserialize<'de> for Top {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Top;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Top, A::Error> {
+                    let mut dup = None;
+                    while let Some(k) = m.next_key::<String>()? {
+                        if k == "mcpServers" || k == "servers" {
+                            let Names(d) = m.next_value()?;
+                            dup = dup.or(d);
+                        } else {
+                            m.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                    Ok(Top(dup))
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
+    serde_json::from_str::<Top>(text).ok().and_then(|t| t.0)
 }
 
 /// Parses config text; `path` only names the file in errors.
 pub fn parse(text: &str, name: &str, path: &Path) -> Result<ServerEntry, ConfigError> {
-    let value: Value = serde_json::from_str(&strip_jsonc(text))
-        .map_err(|e| ConfigError::Json(path.into(), e.to_string()))?;
-    let servers = value
-        .get("mcpServers")
-        .or_else(|| value.get("servers"))
-        .and_then(Value::as_object)
-        .ok_or_else(|| ConfigError::NoServers(path.into()))?;
+    let value = value_of(text, path)?;
+    let servers = servers_of(&value, path)?;
     let entry = servers.get(name).ok_or_else(|| ConfigError::NoSuchServer {
         path: path.into(),
         name: name.to_string(),
@@ -319,5 +428,19 @@ mod tests {
         assert!(err.contains("has: nourl, old, s, sock, web, ws"), "{err}");
         assert!(matches!(parse("[]", "x", p()), Err(ConfigError::NoServers(_))));
         assert!(matches!(parse("{", "x", p()), Err(ConfigError::Json(..))));
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_accepted_and_a_name_given_twice_is_refused_naming_it() {
+        let bom = "\u{feff}{\"mcpServers\": {\"a\": {\"command\": \"srv\"}}}";
+        assert_eq!(parse(bom, "a", p()).unwrap().command, "srv");
+        let twice =
+            r#"{"servers": {"a": {"command": "one"}, "b": {"command": "x"}, "a": {"command": "two"}}}"#;
+        let err = parse(twice, "b", p()).unwrap_err();
+        assert!(
+            matches!(&err, ConfigError::Duplicate { name, .. } if name == "a"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("names server `a` twice"));
     }
 }

@@ -38,7 +38,7 @@ pub struct ServerArgs {
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Client config file (mcpServers or servers shape) to take the server from.
-    #[arg(long, value_name = "FILE", requires = "server")]
+    #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Name of the server in --config.
     #[arg(long, value_name = "NAME", requires = "config")]
@@ -88,6 +88,14 @@ impl ServerArgs {
     pub fn options(&self, verb: &str) -> Result<ServerOptions, String> {
         let mut url = self.url.clone();
         let mut headers: Vec<(String, HeaderValue)> = Vec::new();
+        if let (Some(path), None) = (&self.config, &self.server) {
+            let known = config::names(path).map_err(|e| e.to_string())?;
+            return Err(config::ConfigError::NameOne {
+                path: path.clone(),
+                known,
+            }
+            .to_string());
+        }
         let (command, mut env, mut cwd) = match (&self.config, &self.server) {
             (Some(path), Some(name)) => {
                 if !self.command.is_empty() || url.is_some() {
