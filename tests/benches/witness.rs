@@ -373,7 +373,10 @@ fn time_verify(path: &Path, trust: Option<&str>) -> (Duration, u64) {
 
 /// 4. the whole check suite against one probe of the same server.
 fn check_vs_probe(dir: &Path, runs: usize) {
-    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/reference-servers");
+    let reference = std::env::var_os("MCP_WITNESS_REFERENCE_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/reference-servers"),
+        PathBuf::from,
+    );
     let everything =
         reference.join("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     let mut servers: Vec<(&str, Vec<String>, usize)> = vec![
