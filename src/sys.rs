@@ -209,7 +209,29 @@ pub fn parse_full_stat(stat: &str) -> Option<ProcStat> {
 
 /// One process's stat, or `None` when it is gone (or unreadable).
 pub fn stat_of(pid: u32) -> Option<ProcStat> {
-    parse_full_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+    parse_full_stat(read_stat(pid, &mut [0u8; STAT_BUF])?)
+}
+
+const STAT_BUF: usize = 4096;
+
+/// `/proc/<pid>/stat` in one read into `buf`. procfs produces the whole line at once, and
+/// the scans read every process's stat, so the metadata call and growing reads of
+/// `read_to_string` (six system calls a process instead of three) were most of a scan. A
+/// line is about 300 bytes (52 fields of at most 20 digits and a 64-byte command name stay
+/// far below the buffer); a line that fills the buffer is not trusted to be whole.
+fn read_stat(pid: u32, buf: &mut [u8; STAT_BUF]) -> Option<&str> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(format!("/proc/{pid}/stat")).ok()?;
+    let n = loop {
+        match file.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => break other.ok()?,
+        }
+    };
+    if n == buf.len() {
+        return None;
+    }
+    std::str::from_utf8(&buf[..n]).ok()
 }
 
 /// Every process's stat that could be read.
@@ -304,10 +326,11 @@ pub fn live_members(pgid: u32) -> Vec<u32> {
         let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
         };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        let mut buf = [0u8; STAT_BUF];
+        let Some(stat) = read_stat(pid, &mut buf) else {
             continue;
         };
-        if let Some((state, pgrp)) = parse_stat(&stat)
+        if let Some((state, pgrp)) = parse_stat(stat)
             && pgrp == pgid
             && state != 'Z'
             && state != 'X'

@@ -86,8 +86,14 @@ impl Unsigned {
 
 /// The JCS order of two unescaped keys (UTF-8 bytes; anything else sorts by its bytes).
 pub fn key_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-    if a.is_ascii() && b.is_ascii() {
-        return a.cmp(b);
+    // Decided at the first differing byte when either side is ASCII there (both then stand
+    // at a character boundary, and an ASCII unit sorts below any other in UTF-16 too) or when
+    // one key is a prefix of the other; the whole keys are looked at only otherwise.
+    let same = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    match (a.get(same), b.get(same)) {
+        (None, _) | (_, None) => return a.len().cmp(&b.len()),
+        (Some(x), Some(y)) if x.is_ascii() || y.is_ascii() => return x.cmp(y),
+        _ => {}
     }
     match (std::str::from_utf8(a), std::str::from_utf8(b)) {
         (Ok(a), Ok(b)) => super::canonical::key_order(a, b),
@@ -518,6 +524,40 @@ mod tests {
     use super::*;
     use crate::evidence::canonical;
     use serde_json::{Value, json};
+
+    #[test]
+    fn key_order_is_utf16_order_for_every_pair_of_prefixes_ascii_and_astral_keys() {
+        let keys = [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "b",
+            "a\u{7f}",
+            "é",
+            "aé",
+            "ab\u{e000}",
+            "ab\u{ffff}",
+            "ab😀",
+            "😀",
+            "\u{e000}",
+            "\u{ffff}",
+            "é😀",
+            "éa",
+            "\u{100}",
+            "\u{7ff}",
+            "\u{800}",
+        ];
+        for a in keys {
+            for b in keys {
+                assert_eq!(
+                    key_order(a.as_bytes(), b.as_bytes()),
+                    a.encode_utf16().cmp(b.encode_utf16()),
+                    "{a:?} against {b:?}"
+                );
+            }
+        }
+    }
 
     /// The reference definition: the canonical writer writes the line back byte for byte,
     /// and the value holds only safe integers.

@@ -294,7 +294,10 @@ struct Chain<'e> {
     last_time: Option<time::OffsetDateTime>,
     backwards: u64,
     moments: HashSet<[u8; 32]>,
+    /// Signer keys in order of first appearance, and the same keys as a set: a file may carry
+    /// one key per block, so membership must not be a linear search.
     keys: Vec<VerifyingKey>,
+    key_set: HashSet<[u8; 32]>,
     head_found: bool,
     /// Blocks whose hash starts with the head prefix.
     head_matches: u64,
@@ -317,6 +320,7 @@ impl<'e> Chain<'e> {
             backwards: 0,
             moments: HashSet::new(),
             keys: Vec::new(),
+            key_set: HashSet::new(),
             head_found: false,
             head_matches: 0,
             broken: None,
@@ -396,7 +400,7 @@ impl<'e> Chain<'e> {
             }
             self.last_time = Some(t);
         }
-        if !self.keys.contains(&s.key) {
+        if self.key_set.insert(s.key.to_bytes()) {
             self.keys.push(s.key);
         }
         if let Some(head) = &self.expect.head
