@@ -396,3 +396,108 @@ fn an_unreadable_file_a_malformed_key_or_an_unwritable_output_is_exit_2() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
 }
+
+/// Appends `n` copies of `template` (a real block of the file) to the file, each re-sealed
+/// with the bench's key at the end of the chain; `vary(i, body)` edits each copy first.
+fn reseal(b: &Bench, template: &serde_json::Value, n: u64, vary: impl Fn(u64, &mut serde_json::Value)) {
+    use mcp_witness::evidence::block::{Link, seal};
+    use mcp_witness::evidence::kind::BlockKind;
+    let key = mcp_witness::evidence::keys::load(&b.dir.join("signing.key")).unwrap();
+    let mut blocks = b.blocks();
+    let mut out = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&b.evidence)
+        .unwrap();
+    for i in 0..n {
+        let last = blocks.last().unwrap().clone();
+        let mut body = template.clone();
+        vary(i, &mut body);
+        let seq = last["seq"].as_u64().unwrap() + 1;
+        // A later second each block: no two blocks of a target share a moment.
+        body["observed_at"] = format!(
+            "2027-01-01T{:02}:{:02}:{:02}.000+00:00",
+            seq / 3600 % 24,
+            seq / 60 % 60,
+            seq % 60
+        )
+        .into();
+        let mut map = body.as_object().unwrap().clone();
+        for chain in ["seq", "prev", "file_id", "key", "hash", "sig"] {
+            map.remove(chain);
+        }
+        BlockKind::Probe.refresh_digests(&mut map);
+        let link = Link {
+            seq,
+            prev: last["hash"].as_str().unwrap().to_string(),
+            file_id: last["file_id"].as_str().unwrap().to_string(),
+        };
+        let sealed = seal(map, &link, &key);
+        std::io::Write::write_all(&mut out, &sealed.line).unwrap();
+        blocks = vec![serde_json::from_slice(&sealed.line).unwrap()];
+    }
+}
+
+#[test]
+fn a_long_file_shows_the_last_200_blocks_of_a_target_and_the_first_64_targets_and_says_so() {
+    let b = Bench::new("report-bounds");
+    let ev = b.evidence.to_str().unwrap().to_string();
+    let r = run(&b, &["probe", "-q", "-e", &ev, "--", FIXTURE, "correct"], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let template = b.last_block();
+    // 250 more runs of the same target, each a little slower; then 70 other targets.
+    reseal(&b, &template, 250, |i, body| {
+        body["timings_ms"]["total"] = (i + 1).into()
+    });
+    reseal(&b, &template, 70, |i, body| {
+        body["target"]["command"]
+            .as_array_mut()
+            .unwrap()
+            .push(format!("other-{i}").into());
+    });
+    assert_eq!(b.blocks().len(), 321);
+    let key = b.public_key();
+    let html = b.dir.join("r.html");
+    let md = b.dir.join("r.md");
+    let r = run(
+        &b,
+        &[
+            "report",
+            "--trust",
+            &key,
+            "--html",
+            html.to_str().unwrap(),
+            "--markdown",
+            md.to_str().unwrap(),
+            &ev,
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let page = std::fs::read_to_string(&html).unwrap();
+    let first = page.split("<section class=\"target\"").nth(1).unwrap();
+    assert!(first.contains("251 blocks"), "every block is counted");
+    assert!(first.contains(
+        "The last 200 blocks are shown; 51 older ones are counted above but not listed or charted."
+    ));
+    assert_eq!(first.matches("<tr><td>").count(), 200, "200 rows");
+    assert!(
+        first.contains("<tr><td>52</td>") && !first.contains("<tr><td>51</td>"),
+        "the latest ones"
+    );
+    assert_eq!(
+        first.matches("r=\"3.5\"").count(),
+        400,
+        "200 points in each of the two charts"
+    );
+    assert_eq!(page.matches("<section class=\"target\"").count(), 64);
+    assert!(page.contains("64 shown; 7 more with 7 blocks not shown (only the first 64 targets are)"));
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        text.contains("- 7 more targets with 7 blocks not shown (only the first 64 are)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("The last 200 blocks are shown; 51 older ones"),
+        "{text}"
+    );
+}
