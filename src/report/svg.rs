@@ -55,14 +55,10 @@ pub fn chart(label: &str, unit: &str, points: &[Point]) -> String {
         return out;
     }
     let top = nice(points.iter().map(|p| p.value).max().unwrap_or(0));
-    // Grid and y labels: 0, half, top.
-    let grid: &[(f64, u64)] = if top >= 2 {
-        &[(0.0, 0), (0.5, top / 2), (1.0, top)]
-    } else {
-        &[(0.0, 0), (1.0, top)]
-    };
-    for &(frac, value) in grid {
-        let y = y0 - frac * plot_h;
+    // Grid and y labels: 0, (about) half, top; each line where its value is.
+    let grid: &[u64] = if top >= 2 { &[0, top / 2, top] } else { &[0, top] };
+    for &value in grid {
+        let y = y0 - plot_h * value as f64 / top as f64;
         out.push_str(&format!(
             r##"<line x1="{x0}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end" font-size="11" fill="#333">{value} {}</text>"##,
             LEFT + plot_w,
