@@ -274,7 +274,7 @@ fn a_tampered_or_untrusted_files_report_says_so_at_the_top_and_exits_1() {
         &top[..top.len().min(300)]
     );
     assert!(
-        top.contains("Only the 1 verified block before it are shown"),
+        top.contains("Shown below: only the 1 verified block before it."),
         "{top}"
     );
     // Nothing past the break is shown as if it were evidence.

@@ -85,7 +85,7 @@ fn status(o: &mut String, r: &Report) {
         let seq = b.seq.map(|s| format!(" (seq {s})")).unwrap_or_default();
         let _ = write!(
             o,
-            "<p>Line {}{seq}: <b>{}</b>: {}</p><p>Only the {} before it are shown below; nothing from line {} on can be relied on.</p>",
+            "<p>Line {}{seq}: <b>{}</b>: {}</p><p>Shown below: only the {} before it. Nothing from line {} on can be relied on.</p>",
             b.line,
             esc(b.code),
             esc(&b.message),

@@ -37,7 +37,7 @@ pub fn render(r: &Report) -> String {
         let seq = b.seq.map(|s| format!(" (seq {s})")).unwrap_or_default();
         let _ = writeln!(
             o,
-            "**Line {}{seq}: {}: {}**\n\nOnly the {} before it are shown below; nothing from line {} on can be relied on.\n",
+            "**Line {}{seq}: {}: {}**\n\nShown below: only the {} before it. Nothing from line {} on can be relied on.\n",
             b.line,
             cell(b.code),
             cell(&b.message),

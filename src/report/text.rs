@@ -23,7 +23,7 @@ pub fn status_line(r: &Report) -> String {
         let _ = write!(line, ": line {}{seq}: {}: {}", b.line, b.code, inert(&b.message));
         let _ = write!(
             line,
-            "; only the {} before it are summarised",
+            "; summarised: only the {} before it",
             count(r.blocks, "verified block")
         );
     } else {
