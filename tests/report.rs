@@ -30,9 +30,10 @@ fn run(b: &Bench, args: &[&str], env: &[(&str, &str)]) -> Run {
 /// One run: the subcommand, the fixture's behaviour and its environment.
 type Step<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
 
-/// An evidence file of three targets: `correct` probed before and after its rug pull and
-/// checked twice, `hostile-html` probed twice (the second time with one more tool), and
-/// `ignore-eof` (ended by SIGTERM) probed once.
+/// An evidence file of five targets: `correct` probed before and after its rug pull and
+/// checked twice, `hostile-html` probed twice (the second time with one more tool),
+/// `ignore-eof` (ended by SIGTERM) probed once, `mcp-witness serve` probed once, and the
+/// client that probe was (a `client` block of `analyze --record`).
 fn evidence(label: &str) -> Bench {
     let b = Bench::new(label);
     let ev = b.evidence.to_str().unwrap().to_string();
@@ -54,7 +55,19 @@ fn evidence(label: &str) -> Bench {
             r.stderr
         );
     }
-    assert_eq!(b.blocks().len(), steps.len());
+    // A client block: mcp-witness's own serve, probed, its log analysed and recorded.
+    let log = b.dir.join("serve.log.jsonl");
+    let log = log.to_str().unwrap();
+    let r = run(
+        &b,
+        &["probe", "-q", "-e", &ev, "--", WITNESS, "serve", "--log", log],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let r = run(&b, &["analyze", "--record", "-e", &ev, log], &[]);
+    assert!(r.code == 0 || r.code == 1, "{}{}", r.stdout, r.stderr);
+    assert_eq!(b.blocks().len(), steps.len() + 2);
+    assert_eq!(b.last_block()["kind"], "client");
     b
 }
 
@@ -189,9 +202,15 @@ fn the_html_report_renders_in_chromium_with_status_targets_surface_changes_and_i
         " correct",
         " hostile-html",
         " ignore-eof",
+        "mcp-witness-serve 0.1.0: ",
+        " serve --log ",
     ] {
         assert!(dom.contains(target), "target {target:?} missing");
     }
+    assert!(
+        dom.contains("Outcomes: client "),
+        "the client block's verdict is not counted"
+    );
     for id in b
         .blocks()
         .iter()
@@ -349,16 +368,18 @@ fn the_markdown_report_holds_the_same_facts_as_the_page() {
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let text = std::fs::read_to_string(&md).unwrap();
     assert!(text.starts_with("# INTACT AND TRUSTED: "), "{text}");
-    assert!(text.contains("7 blocks verified, head seq 7 "), "{text}");
+    assert!(text.contains("9 blocks verified, head seq 9 "), "{text}");
     for target in [
         "mcp-witness-fixture 0.1.0: ",
         " correct",
         " hostile-html",
         " ignore-eof",
+        "mcp-witness-serve 0.1.0: ",
     ] {
         assert!(text.contains(target), "target {target:?} missing: {text}");
     }
-    assert_eq!(text.matches("\n## ").count(), 3, "one section per target: {text}");
+    assert_eq!(text.matches("\n## ").count(), 5, "one section per target: {text}");
+    assert!(text.contains("Outcomes: client "), "{text}");
     assert!(
         text.contains("tool \\`add\\`: description, input_schema, annotations changed"),
         "{text}"
@@ -368,7 +389,10 @@ fn the_markdown_report_holds_the_same_facts_as_the_page() {
     assert!(text.contains("- teardown after_ms: min "), "{text}");
     assert!(text.contains("sigterm 1"), "{text}");
     assert!(text.contains("- run time ms: min "), "{text}");
-    assert!(text.contains("| 7 | "), "the timeline's last row: {text}");
+    assert!(
+        text.contains("| 7 | ") && text.contains("| 9 | "),
+        "the timeline's rows: {text}"
+    );
     assert!(
         text.contains("&lt;script&gt;") && !text.contains("<script"),
         "{text}"
