@@ -398,6 +398,26 @@ fn the_markdown_report_holds_the_same_facts_as_the_page() {
         "{text}"
     );
     assert_no_hazard("the Markdown", &text);
+    // The text summary on stdout: the same status, targets and change, inert.
+    let summary = run(
+        &b,
+        &["report", "--trust", &key, b.evidence.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(summary.code, 0, "{}", summary.stderr);
+    assert!(
+        summary.stdout.starts_with("INTACT AND TRUSTED: "),
+        "{}",
+        summary.stdout
+    );
+    assert!(summary.stdout.contains(RUG_PULL), "{}", summary.stdout);
+    assert_eq!(
+        summary.stdout.matches("\ntarget ").count(),
+        5,
+        "{}",
+        summary.stdout
+    );
+    assert_no_hazard("the text summary", &summary.stdout);
     // Every table row is one line: server text cannot break out of its cell.
     for line in text.lines().filter(|l| l.starts_with("| ")) {
         assert_eq!(line.matches(" | ").count(), 4, "{line}");
