@@ -6,7 +6,7 @@
 //! the one before, ending at the verified head), so what is shown is what was verified. Memory
 //! is bounded: at most `MAX_TARGETS` targets and the last `MAX_ROWS` blocks of each are kept.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 use ed25519_dalek::VerifyingKey;
@@ -139,13 +139,8 @@ impl Outcome {
             Outcome::Check {
                 could_not_run: true, ..
             } => "could not run".into(),
-            Outcome::Check { fail, warn, .. } if *fail > 0 || *warn > 0 => {
-                if *fail > 0 {
-                    "fail".into()
-                } else {
-                    "warn".into()
-                }
-            }
+            Outcome::Check { fail, .. } if *fail > 0 => "fail".into(),
+            Outcome::Check { warn, .. } if *warn > 0 => "warn".into(),
             Outcome::Check { .. } => "pass".into(),
         }
     }
@@ -248,7 +243,7 @@ pub fn collect(path: &Path, trusted: Vec<VerifyingKey>) -> Result<Report, Proble
     let file = crate::files::open_read(path, "evidence file")
         .map_err(|e| Problem::Unreadable(Unreadable::Open(e)))?;
     let mut index: HashMap<String, usize> = HashMap::new();
-    let mut others: HashMap<String, ()> = HashMap::new();
+    let mut others: HashSet<String> = HashSet::new();
     let mut prev = GENESIS_PREV.to_string();
     let mut read = 0u64;
     for line in BoundedLines::new(file, MAX_LINE) {
@@ -281,7 +276,7 @@ pub fn collect(path: &Path, trusted: Vec<VerifyingKey>) -> Result<Report, Proble
                 report.targets.len() - 1
             }
             None => {
-                if others.insert(checked.target_id.clone(), ()).is_none() {
+                if others.insert(checked.target_id.clone()) {
                     report.targets_not_shown += 1;
                 }
                 report.blocks_not_shown += 1;
