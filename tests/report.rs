@@ -425,7 +425,7 @@ fn the_markdown_report_holds_the_same_facts_as_the_page() {
 }
 
 #[test]
-fn an_unreadable_file_a_malformed_key_or_an_unwritable_output_is_exit_2() {
+fn an_unreadable_file_a_malformed_key_an_unwritable_output_or_the_evidence_file_as_output_is_exit_2() {
     let b = Bench::new("report-usage");
     let missing = b.dir.join("missing.jsonl");
     let r = run(&b, &["report", missing.to_str().unwrap()], &[]);
@@ -440,6 +440,16 @@ fn an_unreadable_file_a_malformed_key_or_an_unwritable_output_is_exit_2() {
     let r = run(&b, &["report", "--html", folder.to_str().unwrap(), &ev], &[]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("not a regular file"), "{}", r.stderr);
+    // The evidence file itself is never overwritten by its report.
+    let before = std::fs::read(&b.evidence).unwrap();
+    let link = b.dir.join("link.html");
+    std::os::unix::fs::symlink(&b.evidence, &link).unwrap();
+    for out in [ev.as_str(), link.to_str().unwrap()] {
+        let r = run(&b, &["report", "--html", out, &ev], &[]);
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("is the evidence file itself"), "{}", r.stderr);
+    }
+    assert_eq!(std::fs::read(&b.evidence).unwrap(), before);
 }
 
 /// Appends `n` copies of `template` (a real block of the file) to the file, each re-sealed

@@ -32,7 +32,21 @@ pub fn run(args: ReportArgs) -> u8 {
         Ok(k) => k,
         Err(e) => return super::error(e),
     };
+    if let (Some(h), Some(m)) = (&args.html, &args.markdown)
+        && h == m
+    {
+        return super::error(format!(
+            "--html and --markdown both name {}: give two files",
+            h.display()
+        ));
+    }
     for out in [&args.html, &args.markdown].into_iter().flatten() {
+        if same_file(out, &args.file) {
+            return super::error(format!(
+                "{} is the evidence file itself: writing the report there would destroy it; name another file",
+                out.display()
+            ));
+        }
         if let Err(e) = crate::files::prepare_output(out) {
             return super::error(e);
         }
@@ -60,6 +74,15 @@ pub fn run(args: ReportArgs) -> u8 {
     match r.status {
         Status::Intact { .. } => super::help::exit::OK,
         Status::Untrusted(_) | Status::Broken(_) => super::help::exit::NO,
+    }
+}
+
+/// Whether two paths name one existing file (through links, `..` or another spelling).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
     }
 }
 
