@@ -81,6 +81,7 @@ pub(crate) mod kit;
 pub(crate) mod program;
 pub(crate) mod progress;
 pub(crate) mod redact;
+pub(crate) mod report;
 pub(crate) mod rpc;
 pub(crate) mod session;
 pub mod surface;

@@ -131,7 +131,7 @@
 //!   fillers. `tools/call` succeeds for everything: unknown tools ("ok"),
 //!   missing or wrong-typed arguments ("done"); `shape_bad` returns a
 //!   malformed result and `big_result` 200,000 characters of text.
-//! - `hostile-text`, `secret-echo`: self-contained servers whose text is hostile
+//! - `hostile-text`, `hostile-html`, `secret-echo`: self-contained servers whose text is hostile
 //!   (terminal and CI-log hazards) or echoes a secret; see `fixture/hostile.rs`.
 //! - `poisoned`: a self-contained server whose tools carry one item for each finding of
 //!   `check`'s security group (hidden text, lookalike names, hidden instructions,

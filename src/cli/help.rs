@@ -77,6 +77,14 @@ pub const PAGES: &[Page] = &[
         exit_codes: "0 intact, 1 broken or untrusted, 2 usage error or unreadable file",
     },
     Page {
+        name: "report",
+        examples: &[
+            "mcp-witness report evidence/probes.jsonl",
+            "mcp-witness report --trust \"$(mcp-witness key)\" --html report.html --markdown report.md evidence/probes.jsonl",
+        ],
+        exit_codes: "0 intact (and trusted with --trust), 1 broken or untrusted (the report says so at the top), 2 usage error, unreadable file or report not written",
+    },
+    Page {
         name: "keygen",
         examples: &["mcp-witness keygen", "mcp-witness keygen --key ci-signing.key"],
         exit_codes: "0 key created (its public key printed), 2 a key already exists (use --force) or cannot be written",

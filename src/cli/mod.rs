@@ -32,6 +32,7 @@ mod help;
 mod keys;
 mod probe;
 mod repair;
+mod report;
 mod serve;
 mod server_args;
 mod verify;
@@ -64,6 +65,7 @@ enum Command {
     Keygen(keys::KeygenArgs),
     Key(keys::KeyArgs),
     Repair(repair::RepairArgs),
+    Report(report::ReportArgs),
     Serve(serve::ServeArgs),
     Drive(drive::DriveArgs),
     Analyze(analyze::AnalyzeArgs),
@@ -109,6 +111,7 @@ pub fn main() -> ExitCode {
         Command::Keygen(args) => keys::keygen(args),
         Command::Key(args) => keys::key(args),
         Command::Repair(args) => repair::run(args),
+        Command::Report(args) => report::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Drive(args) => drive::run(args),
         Command::Analyze(args) => analyze::run(args),
