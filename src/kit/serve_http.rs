@@ -17,6 +17,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::serve::{Log, MAX_DEPTH, MODERN_VERSION, Serve, depth};
+use crate::mcp::code::UNSUPPORTED_VERSION;
+
+/// The 2026-07-28 error for a mirrored header that disagrees with the body.
+const HEADER_MISMATCH: i64 = -32020;
 
 /// The path the server answers on.
 pub const PATH: &str = "/mcp";
@@ -403,17 +407,15 @@ fn post(shared: &Shared, req: &Request) -> Reply {
     }
     let method = msg.get("method").and_then(Value::as_str);
     let id = msg.get("id").filter(|i| !i.is_null()).cloned();
-    let is_request = method.is_some() && id.is_some();
-    if let Some(v) = req.field("MCP-Protocol-Version")
-        && !crate::mcp::LEGACY_VERSIONS.contains(&v)
-        && v != MODERN_VERSION
-    {
-        return Reply::error(400, -32600, &format!("Bad Request: unsupported MCP-Protocol-Version {v}"));
-    }
-    if method == Some("initialize") {
-        return initialize(shared, &req.body);
-    }
+    // A request has a method (of any type: the handler answers a bad one) and an id.
+    let is_request = msg.get("method").is_some() && id.is_some();
+    let header_version = req.field("MCP-Protocol-Version");
     if let Some(sid) = req.field("Mcp-Session-Id") {
+        if let Some(v) = header_version
+            && !crate::mcp::LEGACY_VERSIONS.contains(&v)
+        {
+            return Reply::error(400, -32600, &format!("Bad Request: unsupported MCP-Protocol-Version {v}"));
+        }
         let serve = {
             let mut sessions = shared.sessions.lock().unwrap_or_else(|p| p.into_inner());
             let now = shared.clock.fetch_add(1, Ordering::SeqCst) as u64;
@@ -428,21 +430,44 @@ fn post(shared: &Shared, req: &Request) -> Reply {
         let mut serve = serve.lock().unwrap_or_else(|p| p.into_inner());
         return exchange(&mut serve, &req.body, id.as_ref(), is_request, Vec::new());
     }
+    if method == Some("initialize") {
+        return initialize(shared, &req.body);
+    }
     let meta_version = msg
         .get("params")
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get(crate::mcp::meta::PROTOCOL_VERSION));
-    if meta_version.is_none() {
-        return Reply::error(400, -32600, "Bad Request: Mcp-Session-Id missing (send initialize first)");
-    }
-    // 2026-07-28: stateless; the mirrored Mcp-Method must name the body's method.
-    if let (Some(m), Some(h)) = (method, req.field("Mcp-Method"))
-        && h != m
-    {
-        return Reply::error(400, -32020, "Mcp-Method does not match the body's method");
-    }
-    if method == Some("subscriptions/listen") {
-        return Reply::error(400, -32601, "subscriptions/listen is served over stdio only by serve");
+    if is_request {
+        let Some(meta_version) = meta_version else {
+            return Reply::error(400, -32600, "Bad Request: Mcp-Session-Id missing (send initialize first)");
+        };
+        // 2026-07-28: stateless; the mirrored headers must agree with the body.
+        if meta_version.as_str() != Some(MODERN_VERSION) {
+            let mut r = Reply::error(400, UNSUPPORTED_VERSION, "Unsupported protocol version");
+            r.body = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": UNSUPPORTED_VERSION, "message": "Unsupported protocol version",
+                "data": {"supported": [MODERN_VERSION], "requested": meta_version}}}))
+            .expect("serializing a Value cannot fail");
+            return r;
+        }
+        let mismatch = |what: &str| {
+            let mut r = Reply::error(400, HEADER_MISMATCH, "");
+            r.body = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": HEADER_MISMATCH, "message": format!("{what} does not match the body")}}))
+            .expect("serializing a Value cannot fail");
+            r
+        };
+        if header_version.is_some_and(|h| h != MODERN_VERSION) {
+            return mismatch("MCP-Protocol-Version");
+        }
+        if let (Some(m), Some(h)) = (method, req.field("Mcp-Method"))
+            && h != m
+        {
+            return mismatch("Mcp-Method");
+        }
+        if method == Some("subscriptions/listen") {
+            return Reply::error(400, -32601, "subscriptions/listen is served over stdio only by serve");
+        }
     }
     let mut serve = shared.modern.lock().unwrap_or_else(|p| p.into_inner());
     exchange(&mut serve, &req.body, id.as_ref(), is_request, Vec::new())
