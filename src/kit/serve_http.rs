@@ -59,7 +59,10 @@ impl std::fmt::Display for StartError {
                 f,
                 "--http {a} is not a loopback address: anyone who can reach it can drive this server; add --allow-remote if that is what you want"
             ),
-            StartError::Bind(a, e) => write!(f, "cannot listen on {a}: {e} (is the port in use? give another, or 0 for any free port)"),
+            StartError::Bind(a, e) => write!(
+                f,
+                "cannot listen on {a}: {e} (is the port in use? give another, or 0 for any free port)"
+            ),
             StartError::Log(e) => write!(f, "{e}"),
         }
     }
@@ -179,7 +182,8 @@ fn read_request(stream: &mut TcpStream, deadline: Instant) -> Result<Request, Re
             Err(_) => return Err(ReadError::Gone),
         }
     };
-    let head = std::str::from_utf8(&buf[..head_end]).map_err(|_| ReadError::Status(400, "request head is not UTF-8"))?;
+    let head = std::str::from_utf8(&buf[..head_end])
+        .map_err(|_| ReadError::Status(400, "request head is not UTF-8"))?;
     let mut lines = head.split("\r\n");
     let mut first = lines.next().unwrap_or("").split(' ');
     let (Some(method), Some(target), Some(version)) = (first.next(), first.next(), first.next()) else {
@@ -210,7 +214,9 @@ fn read_request(stream: &mut TcpStream, deadline: Instant) -> Result<Request, Re
     }
     let len = match req.field("Content-Length") {
         None => 0,
-        Some(v) => v.parse::<usize>().map_err(|_| ReadError::Status(400, "bad Content-Length"))?,
+        Some(v) => v
+            .parse::<usize>()
+            .map_err(|_| ReadError::Status(400, "bad Content-Length"))?,
     };
     if len > MAX_BODY {
         return Err(ReadError::Status(413, "body too large"));
@@ -252,7 +258,13 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-fn respond(stream: &mut TcpStream, status: u16, fields: &[(&str, &str)], media: Option<&str>, body: &[u8]) -> io::Result<()> {
+fn respond(
+    stream: &mut TcpStream,
+    status: u16,
+    fields: &[(&str, &str)],
+    media: Option<&str>,
+    body: &[u8],
+) -> io::Result<()> {
     let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
     for (n, v) in fields {
         head.push_str(&format!("{n}: {v}\r\n"));
@@ -260,7 +272,10 @@ fn respond(stream: &mut TcpStream, status: u16, fields: &[(&str, &str)], media: 
     if let Some(m) = media {
         head.push_str(&format!("Content-Type: {m}\r\n"));
     }
-    head.push_str(&format!("Content-Length: {}\r\nConnection: close\r\n\r\n", body.len()));
+    head.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    ));
     let mut all = head.into_bytes();
     all.extend_from_slice(body);
     stream.write_all(&all)?;
@@ -354,7 +369,11 @@ fn handle(shared: &Shared, req: &Request) -> Reply {
         "POST" => post(shared, req),
         "DELETE" => delete(shared, req),
         _ => {
-            let mut r = Reply::error(405, -32600, "Method Not Allowed: POST a message, or DELETE a session");
+            let mut r = Reply::error(
+                405,
+                -32600,
+                "Method Not Allowed: POST a message, or DELETE a session",
+            );
             r.fields.push(("Allow", "POST, DELETE".into()));
             r
         }
@@ -400,7 +419,11 @@ fn post(shared: &Shared, req: &Request) -> Reply {
         Err(_) => return Reply::error(400, -32700, "Parse error"),
     };
     if msg.is_array() {
-        return Reply::error(400, -32600, "Invalid Request: JSON-RPC batches are not supported (removed in 2025-06-18)");
+        return Reply::error(
+            400,
+            -32600,
+            "Invalid Request: JSON-RPC batches are not supported (removed in 2025-06-18)",
+        );
     }
     if !msg.is_object() {
         return Reply::error(400, -32600, "Invalid Request: a message is a JSON object");
@@ -414,7 +437,11 @@ fn post(shared: &Shared, req: &Request) -> Reply {
         if let Some(v) = header_version
             && !crate::mcp::LEGACY_VERSIONS.contains(&v)
         {
-            return Reply::error(400, -32600, &format!("Bad Request: unsupported MCP-Protocol-Version {v}"));
+            return Reply::error(
+                400,
+                -32600,
+                &format!("Bad Request: unsupported MCP-Protocol-Version {v}"),
+            );
         }
         let serve = {
             let mut sessions = shared.sessions.lock().unwrap_or_else(|p| p.into_inner());
@@ -424,7 +451,9 @@ fn post(shared: &Shared, req: &Request) -> Reply {
                     s.last_used = now;
                     Arc::clone(&s.serve)
                 }
-                None => return Reply::error(404, -32001, "Session not found: start a new one with initialize"),
+                None => {
+                    return Reply::error(404, -32001, "Session not found: start a new one with initialize");
+                }
             }
         };
         let mut serve = serve.lock().unwrap_or_else(|p| p.into_inner());
@@ -439,7 +468,11 @@ fn post(shared: &Shared, req: &Request) -> Reply {
         .and_then(|m| m.get(crate::mcp::meta::PROTOCOL_VERSION));
     if is_request {
         let Some(meta_version) = meta_version else {
-            return Reply::error(400, -32600, "Bad Request: Mcp-Session-Id missing (send initialize first)");
+            return Reply::error(
+                400,
+                -32600,
+                "Bad Request: Mcp-Session-Id missing (send initialize first)",
+            );
         };
         // 2026-07-28: stateless; the mirrored headers must agree with the body.
         if meta_version.as_str() != Some(MODERN_VERSION) {
@@ -466,7 +499,11 @@ fn post(shared: &Shared, req: &Request) -> Reply {
             return mismatch("Mcp-Method");
         }
         if method == Some("subscriptions/listen") {
-            return Reply::error(400, -32601, "subscriptions/listen is served over stdio only by serve");
+            return Reply::error(
+                400,
+                -32601,
+                "subscriptions/listen is served over stdio only by serve",
+            );
         }
     }
     let mut serve = shared.modern.lock().unwrap_or_else(|p| p.into_inner());
@@ -487,11 +524,20 @@ fn initialize(shared: &Shared, body: &[u8]) -> Reply {
         Ok(s) => s,
         Err(e) => return Reply::error(503, -32603, &format!("no randomness for a session id: {e}")),
     };
-    let reply = exchange(&mut serve, body, id.as_ref(), true, vec![("Mcp-Session-Id", sid.clone())]);
+    let reply = exchange(
+        &mut serve,
+        body,
+        id.as_ref(),
+        true,
+        vec![("Mcp-Session-Id", sid.clone())],
+    );
     if reply.status == 200 {
         let mut sessions = shared.sessions.lock().unwrap_or_else(|p| p.into_inner());
         if sessions.len() >= MAX_SESSIONS
-            && let Some(oldest) = sessions.iter().min_by_key(|(_, s)| s.last_used).map(|(k, _)| k.clone())
+            && let Some(oldest) = sessions
+                .iter()
+                .min_by_key(|(_, s)| s.last_used)
+                .map(|(k, _)| k.clone())
         {
             sessions.remove(&oldest);
         }
@@ -524,7 +570,10 @@ fn exchange(
     fields: Vec<(&'static str, String)>,
 ) -> Reply {
     // The handler takes one line: a body holding newlines would not be one message.
-    let line: Vec<u8> = body.iter().map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b }).collect();
+    let line: Vec<u8> = body
+        .iter()
+        .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
+        .collect();
     if serve.on_line(&line).is_err() {
         return Reply::error(503, -32603, "the server could not write its reply");
     }
@@ -577,11 +626,20 @@ mod tests {
 
     #[test]
     fn a_bare_port_binds_loopback_and_a_remote_address_needs_allow_remote() {
-        assert_eq!(parse_addr("8080", false).unwrap(), "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(
+            parse_addr("8080", false).unwrap(),
+            "127.0.0.1:8080".parse().unwrap()
+        );
         assert_eq!(parse_addr("[::1]:9", false).unwrap(), "[::1]:9".parse().unwrap());
-        assert!(matches!(parse_addr("0.0.0.0:80", false), Err(StartError::NotLoopback(_))));
+        assert!(matches!(
+            parse_addr("0.0.0.0:80", false),
+            Err(StartError::NotLoopback(_))
+        ));
         assert!(parse_addr("0.0.0.0:80", true).is_ok());
-        assert!(matches!(parse_addr("localhost:80", false), Err(StartError::BadAddress(_))));
+        assert!(matches!(
+            parse_addr("localhost:80", false),
+            Err(StartError::BadAddress(_))
+        ));
     }
 
     #[test]
