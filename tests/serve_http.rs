@@ -251,6 +251,69 @@ fn serve_http_refuses_a_non_loopback_address_unless_allow_remote_is_given() {
     assert!(run.stderr.contains("IP and port"), "{}", run.stderr);
 }
 
+/// Sends raw bytes on one connection and returns the status the server answered, if any.
+fn raw_status(port: u16, bytes: &[u8]) -> Option<u16> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = s.write_all(bytes);
+    let mut all = Vec::new();
+    let _ = s.read_to_end(&mut all);
+    let text = String::from_utf8_lossy(&all);
+    text.get(9..12).and_then(|c| c.parse().ok())
+}
+
+#[test]
+fn hostile_requests_get_a_status_and_the_server_keeps_serving() {
+    let bench = Bench::new("serve-http-hostile");
+    let served = Served::start(&bench);
+    let huge_head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: {}\r\n\r\n",
+        "a".repeat(100 * 1024)
+    );
+    let cases: &[(&[u8], u16)] = &[
+        (huge_head.as_bytes(), 431),
+        (b"GARBAGE\r\n\r\n", 400),
+        (
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\xff\xfe: x\r\n\r\n",
+            400,
+        ),
+        (
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 99999999999\r\n\r\n",
+            413,
+        ),
+        (
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -1\r\n\r\n",
+            400,
+        ),
+        (
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            411,
+        ),
+        (b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 405),
+        (b"POST /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 404),
+        (b"POST /mcp HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n", 505),
+    ];
+    for (bytes, want) in cases {
+        let head = String::from_utf8_lossy(&bytes[..bytes.len().min(60)]).into_owned();
+        assert_eq!(raw_status(served.port, bytes), Some(*want), "{head:?}");
+    }
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let (status, _, body) = served.post(None, &deep);
+    assert_eq!(status, 400, "{body}");
+    let (status, _, _) = served.post(None, r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    assert_eq!(status, 400, "a legacy request without a session is refused");
+    let (status, head, _) = served.post(
+        None,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+    );
+    assert_eq!(status, 200, "{head}");
+    assert_eq!(
+        served.settled_threads(),
+        1,
+        "a connection thread of serve is still running"
+    );
+}
+
 /// Scenarios of the official suite that apply to serve: what it implements (initialize,
 /// ping, the three lists, several POST streams at once, DNS-rebinding protection). The
 /// others call the suite's own fixture names (`test_*` tools, prompts and resources) or

@@ -36,6 +36,9 @@ const MAX_BODY: usize = 4 << 20;
 /// Each read and write waits at most this long; a whole request at most [`REQUEST_DEADLINE`].
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
 const REQUEST_DEADLINE: Duration = Duration::from_secs(30);
+/// After refusing a request early: how long and how much of its rest is read and dropped.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+const MAX_DRAIN: usize = 8 << 20;
 
 /// Why `serve --http` could not start.
 #[derive(Debug)]
@@ -117,7 +120,11 @@ pub fn run(addr: SocketAddr, log_path: &Path) -> Result<(), StartError> {
     let _ = out.flush();
     drop(out);
     for stream in listener.incoming() {
-        let Ok(stream) = stream else { continue };
+        let Ok(stream) = stream else {
+            // Out of descriptors or a connection reset before accept: wait, do not spin.
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        };
         if shared.active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
             shared.active.fetch_sub(1, Ordering::SeqCst);
             let mut stream = stream;
@@ -319,13 +326,28 @@ fn connection(shared: &Shared, mut stream: TcpStream) {
     let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
     let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
     let deadline = Instant::now() + REQUEST_DEADLINE;
-    let reply = match read_request(&mut stream, deadline) {
-        Ok(req) => handle(shared, &req),
-        Err(ReadError::Status(s, why)) => Reply::error(s, -32600, why),
+    let (reply, unread) = match read_request(&mut stream, deadline) {
+        Ok(req) => (handle(shared, &req), false),
+        Err(ReadError::Status(s, why)) => (Reply::error(s, -32600, why), true),
         Err(ReadError::Gone) => return,
     };
     let fields: Vec<(&str, &str)> = reply.fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
     let _ = respond(&mut stream, reply.status, &fields, reply.media, &reply.body);
+    if unread {
+        // Closing with the rest of the request unread would reset the connection and could
+        // destroy the reply before the client reads it: end our side, then drain (bounded).
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        let _ = stream.set_read_timeout(Some(DRAIN_TIMEOUT));
+        let until = Instant::now() + DRAIN_TIMEOUT;
+        let mut sink = [0u8; 8192];
+        let mut drained = 0;
+        while drained < MAX_DRAIN && Instant::now() < until {
+            match stream.read(&mut sink) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => drained += n,
+            }
+        }
+    }
     let _ = stream.shutdown(std::net::Shutdown::Both);
 }
 
