@@ -6,6 +6,7 @@ pub mod analyze;
 pub mod drive;
 pub mod record;
 pub mod serve;
+pub mod serve_http;
 
 /// The three list domains the kit exercises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -488,6 +488,13 @@ fn server_info() -> Value {
     json!({"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")})
 }
 
+impl Serve<Vec<u8>> {
+    /// Takes the lines written so far (the HTTP front answers with them).
+    pub fn drain(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.out)
+    }
+}
+
 /// Runs the server on this process's stdin and stdout until stdin ends.
 pub fn run(log_path: &Path) -> io::Result<()> {
     let log = Log::open(log_path)?;
