@@ -7,8 +7,8 @@ use clap::Args;
 use super::server_args::DomainArg;
 use crate::kit::analyze;
 
-/// Read an `mcp-witness serve` log and answer, per domain, how the client handled the
-/// list_changed cycle, each answer with the log line that proves it.
+/// Read an `mcp-witness serve` log and answer, per session and per domain, whether the client
+/// reacted to list_changed, each answer with the log line that proves it.
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
     /// The serve log (JSON lines).
@@ -19,7 +19,8 @@ pub struct AnalyzeArgs {
     /// Also write the analysis as markdown to this file.
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
-    /// Append the result as a signed block of kind `client` to the evidence file.
+    /// Append the result as signed blocks of kind `client` to the evidence file, one per
+    /// session of the log.
     #[arg(long)]
     record: bool,
     /// Evidence file for --record [default: evidence/clients/clients.jsonl under the current folder].
@@ -36,7 +37,7 @@ pub fn run(args: AnalyzeArgs) -> u8 {
         Ok(l) => l,
         Err(e) => return super::error(e),
     };
-    let a = analyze::analyze(&log, &domains);
+    let analyses = analyze::analyze(&log, &domains);
     if args.record {
         let record_args = super::server_args::RecordArgs {
             evidence: args.evidence.clone(),
@@ -48,20 +49,27 @@ pub fn run(args: AnalyzeArgs) -> u8 {
             Err(e) => return super::error(e),
         };
         let path = std::path::absolute(&args.log).unwrap_or_else(|_| args.log.clone());
-        let body = crate::kit::record::block_body(&a, &path.display().to_string(), &log);
-        match recorder.record(body, false) {
-            Ok(super::server_args::Recorded::Appended { seq, hash, .. }) => {
-                eprintln!(
-                    "mcp-witness: recorded {} seq {seq} head {hash}",
-                    recorder.path().display()
-                )
+        // One block per session: a verdict is never signed over mixed sessions.
+        for a in &analyses {
+            let body = crate::kit::record::block_body(a, &path.display().to_string(), &log);
+            let which = a
+                .session
+                .as_ref()
+                .map_or(String::new(), |s| format!(" (session {} of {})", s.index, s.of));
+            match recorder.record(body, false) {
+                Ok(super::server_args::Recorded::Appended { seq, hash, .. }) => {
+                    eprintln!(
+                        "mcp-witness: recorded {} seq {seq} head {hash}{which}",
+                        recorder.path().display()
+                    )
+                }
+                Ok(super::server_args::Recorded::NotAppended(msg)) => eprintln!("mcp-witness: {msg}"),
+                Ok(super::server_args::Recorded::Off) => {}
+                Err(e) => return super::error(e),
             }
-            Ok(super::server_args::Recorded::NotAppended(msg)) => eprintln!("mcp-witness: {msg}"),
-            Ok(super::server_args::Recorded::Off) => {}
-            Err(e) => return super::error(e),
         }
     }
-    let text = analyze::markdown(&a, &args.log.display().to_string());
+    let text = analyze::markdown(&analyses, &args.log.display().to_string());
     out!("{text}");
     if let Some(path) = &args.markdown {
         // Only a regular file (or nothing yet) is written: a FIFO would block, a device or
@@ -73,7 +81,7 @@ pub fn run(args: AnalyzeArgs) -> u8 {
             return super::error(format!("cannot write {}: {e}", path.display()));
         }
     }
-    if a.domains.iter().all(|d| d.verdict == analyze::Verdict::Compliant) {
+    if analyze::all_react(&analyses) {
         super::help::exit::OK
     } else {
         super::help::exit::NO

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::analyze::{self, Analysis, Verdict};
+use super::analyze::{self, Analysis};
 use super::{Domain, NEGATIVE_CONTROL, STATUS_TOOL};
 use crate::mcp::EraChoice;
 use crate::rpc::{Reply, Rpc};
@@ -35,7 +35,8 @@ pub struct DomainRun {
     pub era: Era,
     pub log: PathBuf,
     pub steps: Vec<Step>,
-    pub analysis: Option<Analysis>,
+    /// One analysis per session of the log (drive's own log holds one).
+    pub analysis: Option<Vec<Analysis>>,
 }
 
 impl DomainRun {
@@ -44,7 +45,7 @@ impl DomainRun {
             && self
                 .analysis
                 .as_ref()
-                .is_some_and(|a| a.domains.iter().all(|d| d.verdict == Verdict::Compliant))
+                .is_some_and(|a| a.len() == 1 && analyze::all_react(a))
     }
 }
 

@@ -49,6 +49,17 @@ impl Log {
         Ok(Log { file })
     }
 
+    /// Writes a marker entry (`dir` is `start` or `session`): where a process or a session
+    /// begins, so `analyze` judges each session on its own.
+    pub fn mark(&mut self, dir: &str, info: Value) {
+        let ts = crate::clock::now().rfc3339;
+        let mut text = serde_json::to_vec(&json!({"ts": ts, "dir": dir, "info": info}))
+            .expect("serializing a Value cannot fail");
+        text.push(b'\n');
+        let _ = self.file.write_all(&text);
+        let _ = self.file.flush();
+    }
+
     /// Writes one entry for a line seen in direction `dir` (`in` or `out`).
     pub fn line(&mut self, dir: &str, line: &[u8]) {
         let ts = crate::clock::now().rfc3339;
@@ -120,6 +131,8 @@ struct State {
     mutated: [bool; 3],
     /// A legacy `initialize` was answered: list_changed goes out untagged.
     initialized: bool,
+    /// The session's start entry is written (at `initialize`, or at the first modern request).
+    session_marked: bool,
     listens: Vec<Listen>,
 }
 
@@ -232,6 +245,13 @@ impl<W: Write> Serve<W> {
             "subscriptions/listen" if modern => return self.listen(id, &params),
             _ => {}
         }
+        if !self.state.session_marked && (modern || method == "initialize") {
+            // One session per process on stdio; its era is known at its first handshake.
+            self.state.session_marked = true;
+            let era = if modern { "modern" } else { "legacy" };
+            self.log
+                .mark("session", json!({"pid": std::process::id(), "era": era}));
+        }
         let (reply, mutated) = self.handle(method, &params);
         if method == "initialize" && reply.is_ok() {
             self.state.initialized = true;
@@ -260,13 +280,14 @@ impl<W: Write> Serve<W> {
                 if modern && result.is_object() {
                     result["resultType"] = json!("complete");
                     result["_meta"] = json!({ META_SERVER: server_info() });
+                    // Lists are cacheable for long: a client has to rely on list_changed. Reads
+                    // of items that can change carry no cache lifetime, so a client that uses a
+                    // removed item asks the server again and the log shows it.
                     if result.get("tools").is_some()
                         || result.get("resources").is_some()
                         || result.get("prompts").is_some()
-                        || result.get("contents").is_some()
                         || result.get("resourceTemplates").is_some()
                     {
-                        // Cacheable for long: a client has to rely on list_changed.
                         result["ttlMs"] = json!(300_000);
                         result["cacheScope"] = json!("public");
                     }
@@ -424,7 +445,31 @@ impl<W: Write> Serve<W> {
             "tools/call" => {
                 let name = params.get("name").and_then(Value::as_str).unwrap_or("");
                 let now = crate::clock::now().rfc3339;
-                if name == self.state.current(Domain::Tools) {
+                let known = name == self.state.current(Domain::Tools)
+                    || name == STATUS_TOOL
+                    || Domain::ALL.iter().any(|d| d.mutate_tool() == name);
+                // Every tool of this server declares `additionalProperties: false` and no
+                // properties: any argument is refused, as a tool error the model can read.
+                let extra = match params.get("arguments") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::Object(m)) if m.is_empty() => None,
+                    Some(Value::Object(m)) => Some(format!(
+                        "unexpected argument(s) {}: the inputSchema of {name} takes no properties (additionalProperties: false); call it with `arguments: {{}}`",
+                        m.keys()
+                            .take(8)
+                            .map(|k| format!("`{k}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+                    Some(_) => Some(format!(
+                        "arguments must be an object: the inputSchema of {name} is an object schema; call it with `arguments: {{}}`"
+                    )),
+                };
+                if let Some(why) = extra.filter(|_| known) {
+                    let mut r = text(why);
+                    r["isError"] = Value::Bool(true);
+                    Ok(r)
+                } else if name == self.state.current(Domain::Tools) {
                     let which = if self.state.mutated(Domain::Tools) {
                         "beta"
                     } else {
@@ -490,7 +535,13 @@ fn server_info() -> Value {
 
 /// Runs the server on this process's stdin and stdout until stdin ends.
 pub fn run(log_path: &Path) -> io::Result<()> {
-    let log = Log::open(log_path)?;
+    let mut log = Log::open(log_path)?;
+    // Clients restart servers and several clients may share one log: every process starts
+    // with an entry of its own, and `analyze` never reads two processes as one session.
+    log.mark(
+        "start",
+        json!({"pid": std::process::id(), "version": env!("CARGO_PKG_VERSION")}),
+    );
     let mut serve = Serve::new(log, io::stdout().lock());
     let mut splitter = Splitter::new(MAX_LINE);
     let mut stdin = io::stdin().lock();
