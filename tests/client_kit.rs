@@ -919,7 +919,9 @@ fn a_relist_outside_the_window_is_not_counted_as_a_reaction() {
     let run = analyze(&dir, &log, "tools");
     assert_eq!(run.code, 1, "{}", run.stdout);
     assert!(
-        run.stdout.contains("re-listed, not prompted by the notification: 86400000 ms after, outside the 5000 ms window"),
+        run.stdout.contains(
+            "re-listed, not prompted by the notification: 86400000 ms after, outside the 5000 ms window"
+        ),
         "{}",
         run.stdout
     );

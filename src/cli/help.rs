@@ -128,7 +128,7 @@ pub const PAGES: &[Page] = &[
             "mcp-witness analyze serve.log.jsonl",
             "mcp-witness analyze --domain tools --markdown report.md --record serve.log.jsonl",
         ],
-        exit_codes: "0 every analysed domain compliant, 1 a domain not compliant or incomplete, 2 usage error or unreadable log",
+        exit_codes: "0 every analysed domain of every session reacts to list_changed, 1 a domain does not react, blames the server or is incomplete, 2 usage error or unreadable log",
     },
 ];
 
