@@ -399,14 +399,13 @@ fn a_modern_client_that_never_listens_gets_no_notification_and_does_not_react() 
     let list = c.request("tools/list", modern(json!({}), "2026-07-28"));
     assert_eq!(list["result"]["cacheScope"], "public", "{list}");
     assert!(list["result"]["ttlMs"].is_u64());
-    // A read of an item that can change carries no cache lifetime.
+    // A read of an item that can change has a cache lifetime of 0 (the field is required).
     let read = c.request(
         "resources/read",
         modern(json!({"uri": "probe://alpha"}), "2026-07-28"),
     );
     assert_eq!(read["result"]["contents"][0]["text"], "I am the alpha resource");
-    assert!(read["result"].get("ttlMs").is_none(), "{read}");
-    assert!(read["result"].get("cacheScope").is_none(), "{read}");
+    assert_eq!(read["result"]["ttlMs"], 0, "{read}");
     for tool in ["witness_probe_alpha", "witness_mutate_tools", "witness_status"] {
         let r = c.request(
             "tools/call",

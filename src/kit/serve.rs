@@ -281,14 +281,17 @@ impl<W: Write> Serve<W> {
                     result["resultType"] = json!("complete");
                     result["_meta"] = json!({ META_SERVER: server_info() });
                     // Lists are cacheable for long: a client has to rely on list_changed. Reads
-                    // of items that can change carry no cache lifetime, so a client that uses a
-                    // removed item asks the server again and the log shows it.
+                    // of items that can change have a cache lifetime of 0 (the field is a MUST),
+                    // so a client that uses a removed item asks again and the log shows it.
                     if result.get("tools").is_some()
                         || result.get("resources").is_some()
                         || result.get("prompts").is_some()
                         || result.get("resourceTemplates").is_some()
                     {
                         result["ttlMs"] = json!(300_000);
+                        result["cacheScope"] = json!("public");
+                    } else if result.get("contents").is_some() {
+                        result["ttlMs"] = json!(0);
                         result["cacheScope"] = json!("public");
                     }
                 }
