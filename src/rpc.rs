@@ -114,6 +114,9 @@ pub struct Rpc {
     /// Replies parsed in full that held a known secret (see `Redactor::map_secrets_found`),
     /// masked on arrival: a caller compares it before and after a request.
     pub replies_with_secrets: u64,
+    /// Fixed results for server requests a caller chose to answer (method, result), as the
+    /// client kit's control client answers `roots/list`; every other request gets -32601.
+    pub answers: Vec<(&'static str, Value)>,
 }
 
 impl Rpc {
@@ -128,6 +131,7 @@ impl Rpc {
             raw_unanswered: 0,
             awaiting: "",
             replies_with_secrets: 0,
+            answers: Vec::new(),
         }
     }
 
@@ -425,8 +429,11 @@ impl Rpc {
             // nor something that is not an id.
             Id::TooLong(_) | Id::Invalid => "not_answered",
             Id::Value(id) => {
+                let chosen = self.answers.iter().find(|(m, _)| *m == method);
                 let reply = if method == "ping" {
                     json!({"jsonrpc": "2.0", "id": id, "result": {}})
+                } else if let Some((_, result)) = chosen {
+                    json!({"jsonrpc": "2.0", "id": id, "result": result})
                 } else {
                     let error =
                         json!({"code": -32601, "message": "mcp-witness does not handle this request"});
@@ -438,6 +445,7 @@ impl Rpc {
                 // our probe hung.
                 match self.wire.send(message, Instant::now()) {
                     Sent::Sent if method == "ping" => "{}",
+                    Sent::Sent if chosen.is_some() => "answered",
                     Sent::Sent => "-32601",
                     _ => "dropped",
                 }

@@ -2,10 +2,35 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
-use super::server_args::DomainArg;
 use crate::kit::analyze;
+use crate::kit::{Domain, flow::Flow};
+
+/// `--domain` of analyze and drive: the list_changed domains and the flows, or all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KitDomain {
+    Tools,
+    Resources,
+    Prompts,
+    Roots,
+    Elicitation,
+    All,
+}
+
+impl KitDomain {
+    /// The list_changed domains and the flows this choice covers, in the kit's order.
+    pub fn split(self) -> (Vec<Domain>, Vec<Flow>) {
+        match self {
+            KitDomain::Tools => (vec![Domain::Tools], vec![]),
+            KitDomain::Resources => (vec![Domain::Resources], vec![]),
+            KitDomain::Prompts => (vec![Domain::Prompts], vec![]),
+            KitDomain::Roots => (vec![], vec![Flow::Roots]),
+            KitDomain::Elicitation => (vec![], vec![Flow::Elicitation]),
+            KitDomain::All => (Domain::ALL.to_vec(), Flow::ALL.to_vec()),
+        }
+    }
+}
 
 /// Read an `mcp-witness serve` log and answer, per session and per domain, whether the client
 /// reacted to list_changed, each answer with the log line that proves it.
@@ -13,9 +38,9 @@ use crate::kit::analyze;
 pub struct AnalyzeArgs {
     /// The serve log (JSON lines).
     log: PathBuf,
-    /// Which domain to analyse.
+    /// Which domain to analyse (`all`: a flow no call exercised is reported as such).
     #[arg(long, value_enum, default_value = "all")]
-    domain: DomainArg,
+    domain: KitDomain,
     /// Also write the analysis as markdown to this file.
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
@@ -32,12 +57,12 @@ pub struct AnalyzeArgs {
 }
 
 pub fn run(args: AnalyzeArgs) -> u8 {
-    let domains = args.domain.domains();
+    let (domains, flows) = args.domain.split();
     let log = match analyze::read_log(&args.log) {
         Ok(l) => l,
         Err(e) => return super::error(e),
     };
-    let analyses = analyze::analyze(&log, &domains);
+    let analyses = analyze::analyze(&log, &domains, &flows);
     if args.record {
         let record_args = super::server_args::RecordArgs {
             evidence: args.evidence.clone(),

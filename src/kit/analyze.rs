@@ -254,6 +254,8 @@ pub struct Analysis {
     pub entries: usize,
     pub unreadable: usize,
     pub domains: Vec<DomainReport>,
+    /// The flows beyond list_changed (roots, elicitation), judged in the same session.
+    pub flows: Vec<super::flow::FlowReport>,
 }
 
 fn method(e: &Entry) -> Option<&str> {
@@ -348,12 +350,18 @@ fn yes_no(b: bool) -> String {
     if b { "yes".into() } else { "no".into() }
 }
 
-/// Analyses a log for the given domains: one analysis per session, each on its own.
-pub fn analyze(log: &Log, domains: &[Domain]) -> Vec<Analysis> {
+/// Analyses a log for the given domains and flows: one analysis per session, each on its own.
+pub fn analyze(log: &Log, domains: &[Domain], flows: &[super::flow::Flow]) -> Vec<Analysis> {
     sessions(log)
         .into_iter()
         .map(|s| {
-            let mut a = analyze_session(&log.entries[s.range.clone()], domains);
+            let e = &log.entries[s.range.clone()];
+            let mut a = analyze_session(e, domains);
+            let caps = e
+                .iter()
+                .find(|x| is_request(x, "initialize"))
+                .and_then(|x| params(x)?.get("capabilities"));
+            a.flows = flows.iter().map(|&f| super::flow::analyze(e, f, caps)).collect();
             a.unreadable = log.unreadable;
             a.session = Some(s);
             a
@@ -361,11 +369,11 @@ pub fn analyze(log: &Log, domains: &[Domain]) -> Vec<Analysis> {
         .collect()
 }
 
-/// Whether every domain of every session reacted.
+/// Whether every domain of every session reacted, and no flow failed.
 pub fn all_react(analyses: &[Analysis]) -> bool {
-    analyses
-        .iter()
-        .all(|a| a.domains.iter().all(|d| d.verdict == Verdict::Reacts))
+    analyses.iter().all(|a| {
+        a.domains.iter().all(|d| d.verdict == Verdict::Reacts) && !a.flows.iter().any(|f| f.verdict.fails())
+    })
 }
 
 /// Analyses the entries of one session.
@@ -399,6 +407,7 @@ fn analyze_session(entries: &[Entry], domains: &[Domain]) -> Analysis {
         entries: entries.len(),
         unreadable: 0,
         domains: domains.iter().map(|&d| domain(&v, init, d)).collect(),
+        flows: Vec::new(),
     }
 }
 
@@ -874,6 +883,35 @@ pub fn markdown(analyses: &[Analysis], log_name: &str) -> String {
                 d.verdict.word(),
                 d.meaning,
                 spec_line(d.domain)
+            ));
+        }
+        for f in &a.flows {
+            s.push_str(&format!("\n## Domain: {}{which}\n\n", f.flow.name()));
+            s.push_str("| # | Question | Answer | Evidence |\n|---|---|---|---|\n");
+            for (i, r) in f.rows.iter().enumerate() {
+                let ev = r
+                    .evidence
+                    .as_ref()
+                    .map_or("absent".into(), |(n, ts)| format!("log line {n}, {}", cell(ts)));
+                s.push_str(&format!(
+                    "| {} | {} | {} | {} |\n",
+                    i + 1,
+                    cell(&r.question),
+                    cell(&r.answer),
+                    ev
+                ));
+            }
+            let detail = match &f.verdict {
+                super::flow::FlowVerdict::NotHandled { question, why } => {
+                    format!(" (Q{question}: {})", cell(why))
+                }
+                super::flow::FlowVerdict::Incomplete { missing } => format!(" ({missing})"),
+                _ => String::new(),
+            };
+            s.push_str(&format!(
+                "\n**Verdict: {}**{detail}. {}\n",
+                f.verdict.word(),
+                f.meaning
             ));
         }
     }

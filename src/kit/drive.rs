@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::analyze::{self, Analysis};
+use super::flow::{Flow, FlowVerdict};
 use super::{Domain, NEGATIVE_CONTROL, STATUS_TOOL};
 use crate::mcp::EraChoice;
 use crate::rpc::{Reply, Rpc};
@@ -31,7 +32,8 @@ pub struct Step {
 /// The result for one domain.
 #[derive(Debug)]
 pub struct DomainRun {
-    pub domain: Domain,
+    /// The domain's name (a list_changed domain or a flow).
+    pub name: &'static str,
     pub era: Era,
     pub log: PathBuf,
     pub steps: Vec<Step>,
@@ -42,20 +44,22 @@ pub struct DomainRun {
 impl DomainRun {
     pub fn passed(&self) -> bool {
         self.steps.iter().all(|s| s.ok)
-            && self
-                .analysis
-                .as_ref()
-                .is_some_and(|a| a.len() == 1 && analyze::all_react(a))
+            && self.analysis.as_ref().is_some_and(|a| {
+                a.len() == 1
+                    && analyze::all_react(a)
+                    && a.iter()
+                        .all(|s| s.flows.iter().all(|f| f.verdict == FlowVerdict::Handled))
+            })
     }
 }
 
-fn fresh_log(d: Domain, era: Era) -> PathBuf {
+fn fresh_log(name: &str, era: Era) -> PathBuf {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |t| t.as_nanos());
     std::env::temp_dir().join(format!(
         "mcp-witness-drive-{}-{}-{}-{nanos}.jsonl",
-        d.name(),
+        name,
         era.as_str(),
         std::process::id()
     ))
@@ -286,9 +290,9 @@ fn cycle(
 
 /// Runs the cycle for one domain against a fresh `serve`, in the given era.
 pub fn drive_domain(d: Domain, era: Era) -> DomainRun {
-    let log = fresh_log(d, era);
+    let log = fresh_log(d.name(), era);
     let mut run = DomainRun {
-        domain: d,
+        name: d.name(),
         era,
         log: log.clone(),
         steps: Vec::new(),
@@ -347,7 +351,7 @@ pub fn drive_domain(d: Domain, era: Era) -> DomainRun {
     }
     c.rpc.close(Grace::default());
     match analyze::read_log(&log) {
-        Ok(l) => run.analysis = Some(analyze::analyze(&l, &[d])),
+        Ok(l) => run.analysis = Some(analyze::analyze(&l, &[d], &[])),
         Err(e) => {
             run.steps.push(Step {
                 what: "read the log".into(),
@@ -365,7 +369,7 @@ pub fn report(runs: &[DomainRun]) -> String {
     for r in runs {
         s.push_str(&format!(
             "# drive: {} ({} era, log {})\n\n",
-            r.domain.name(),
+            r.name,
             r.era.as_str(),
             r.log.display()
         ));
@@ -384,7 +388,7 @@ pub fn report(runs: &[DomainRun]) -> String {
         }
         s.push_str(&format!(
             "drive {} ({}): {}\n\n",
-            r.domain.name(),
+            r.name,
             r.era.as_str(),
             if r.passed() { "PASS" } else { "FAIL" }
         ));
@@ -406,4 +410,137 @@ impl Connector for Spawner {
         rpc.close(Grace::default());
         String::new()
     }
+}
+
+/// Runs a flow (roots, elicitation) against a fresh `serve`, as a correct client would:
+/// declares the capability, calls the flow's ask tool and answers what serve asks (legacy: a
+/// server request; modern: `input_required`, answered by a retry with `inputResponses`).
+pub fn drive_flow(f: Flow, era: Era) -> DomainRun {
+    let log = fresh_log(f.name(), era);
+    let mut run = DomainRun {
+        name: f.name(),
+        era,
+        log: log.clone(),
+        steps: Vec::new(),
+        analysis: None,
+    };
+    let mut step = |what: &str, ok: bool, detail: String| {
+        run.steps.push(Step {
+            what: what.to_string(),
+            ok,
+            detail,
+        });
+        ok
+    };
+    let program = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            step("find mcp-witness", false, e.to_string());
+            return run;
+        }
+    };
+    let spec = SpawnSpec {
+        argv0: program.display().to_string(),
+        program,
+        args: vec!["serve".into(), "--log".into(), log.display().to_string()],
+        env: Vec::new(),
+        cwd: None,
+        max_line: crate::wire::framing::DEFAULT_MAX_LINE,
+    };
+    let server = match Server::spawn(&spec) {
+        Ok(s) => s,
+        Err(e) => {
+            step("spawn serve", false, e.to_string());
+            return run;
+        }
+    };
+    let mut rpc = Rpc::new(Box::new(server));
+    let mut caps = serde_json::Map::new();
+    caps.insert(f.name().into(), f.control_capability());
+    let caps = Value::Object(caps);
+    let info = json!({"name": DRIVER_NAME, "version": env!("CARGO_PKG_VERSION")});
+    let call = json!({"name": f.ask_tool(), "arguments": {}});
+    let done = |r: &Result<Reply, crate::rpc::NoReply>| {
+        matches!(r, Ok(Reply::Result(v)) if v.get("isError") != Some(&Value::Bool(true))
+            && v.pointer("/content/0/text").and_then(Value::as_str)
+                .is_some_and(|t| t.starts_with(&format!("{} answered: ", f.method()))))
+    };
+    match era {
+        Era::Legacy => {
+            rpc.answers = vec![(f.method(), f.control_answer())];
+            let init = rpc.request(
+                "initialize",
+                Some(json!({"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": info})),
+                TIMEOUT,
+            );
+            if step(
+                &format!("initialize declaring `{}`", f.name()),
+                succeeded(&init),
+                describe(&init),
+            ) {
+                rpc.notify("notifications/initialized", None);
+                let r = rpc.request("tools/call", Some(call), TIMEOUT);
+                step(
+                    &format!(
+                        "{} is answered after serve's {} was answered",
+                        f.ask_tool(),
+                        f.method()
+                    ),
+                    done(&r),
+                    describe(&r),
+                );
+            }
+        }
+        Era::Modern => {
+            let meta = json!({
+                crate::mcp::meta::PROTOCOL_VERSION: crate::mcp::DEFAULT_MODERN,
+                crate::mcp::meta::CLIENT_CAPABILITIES: caps,
+                crate::mcp::meta::CLIENT_INFO: info,
+            });
+            let mut first = call.clone();
+            first["_meta"] = meta.clone();
+            let r = rpc.request("tools/call", Some(first), TIMEOUT);
+            let state = match &r {
+                Ok(Reply::Result(v))
+                    if v.get("resultType") == Some(&Value::from("input_required"))
+                        && v.pointer(&format!("/inputRequests/{}/method", f.name()))
+                            == Some(&Value::from(f.method())) =>
+                {
+                    v.get("requestState").cloned()
+                }
+                _ => None,
+            };
+            if step(
+                &format!("{} answers input_required asking {}", f.ask_tool(), f.method()),
+                state.is_some(),
+                describe(&r),
+            ) {
+                let mut retry = call;
+                retry["_meta"] = meta;
+                let mut responses = serde_json::Map::new();
+                responses.insert(f.name().into(), json!({"result": f.control_answer()}));
+                retry["inputResponses"] = Value::Object(responses);
+                retry["requestState"] = state.unwrap_or(Value::Null);
+                // A new request: Rpc gives it a new id, as a retry MUST have.
+                let r = rpc.request("tools/call", Some(retry), TIMEOUT);
+                step(
+                    "the retry with inputResponses completes the call",
+                    done(&r),
+                    describe(&r),
+                );
+            }
+        }
+    }
+    rpc.close(Grace::default());
+    match analyze::read_log(&log) {
+        Ok(l) => run.analysis = Some(analyze::analyze(&l, &[], &[f])),
+        Err(e) => {
+            run.steps.push(Step {
+                what: "read the log".into(),
+                ok: false,
+                detail: e.to_string(),
+            });
+        }
+    }
+    run
 }

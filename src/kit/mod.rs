@@ -4,6 +4,7 @@
 
 pub mod analyze;
 pub mod drive;
+pub mod flow;
 pub mod record;
 pub mod serve;
 

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use super::flow::Flow;
 use super::{Domain, STATUS_TOOL};
 use crate::wire::framing::{self, Frame, LineKind, Splitter};
 
@@ -133,6 +134,12 @@ struct State {
     initialized: bool,
     /// The session's start entry is written (at `initialize`, or at the first modern request).
     session_marked: bool,
+    /// The capabilities of the legacy `initialize`.
+    caps: Value,
+    /// Legacy flow questions sent and not yet answered: (our request id, the call id, flow).
+    asked: Vec<(Value, Value, Flow)>,
+    /// Questions sent so far (request ids `witness-<flow>-<n>`).
+    questions: u64,
     listens: Vec<Listen>,
 }
 
@@ -205,8 +212,8 @@ impl<W: Write> Serve<W> {
         };
         let method = match msg.get("method") {
             Some(Value::String(m)) => m.as_str(),
-            // A response from the client: nothing to do.
-            None => return Ok(()),
+            // A response from the client: the answer to a flow question, or nothing to do.
+            None => return self.on_answer(&msg),
             Some(_) => {
                 let id = msg.get("id").cloned().unwrap_or(Value::Null);
                 return self.send(json!({"jsonrpc": "2.0", "id": id,
@@ -252,9 +259,17 @@ impl<W: Write> Serve<W> {
             self.log
                 .mark("session", json!({"pid": std::process::id(), "era": era}));
         }
+        if method == "tools/call"
+            && let Some(f) = Flow::ALL
+                .into_iter()
+                .find(|f| params.get("name").and_then(Value::as_str) == Some(f.ask_tool()))
+        {
+            return self.ask(id, f, &params, modern);
+        }
         let (reply, mutated) = self.handle(method, &params);
         if method == "initialize" && reply.is_ok() {
             self.state.initialized = true;
+            self.state.caps = params.get("capabilities").cloned().unwrap_or(Value::Null);
         }
         self.reply(id, reply, modern)?;
         if let Some(d) = mutated {
@@ -272,13 +287,86 @@ impl<W: Write> Serve<W> {
         }
     }
 
+    /// A call of a flow's ask tool. Legacy: sends the flow's request to the client (the call
+    /// is answered when the client answers). Modern: answers `input_required` with the
+    /// request in `inputRequests`, or, on the retry carrying `inputResponses`, the outcome.
+    fn ask(&mut self, id: Value, f: Flow, params: &Value, modern: bool) -> io::Result<()> {
+        let caps = if modern {
+            params.pointer(&format!("/_meta/{}", META_CAPS.replace('/', "~1")))
+        } else {
+            Some(&self.state.caps)
+        };
+        let (declared, _) = f.declared(caps);
+        if !declared {
+            let why = format!(
+                "the client did not declare the `{}` capability, so this server does not send {}: declare it ({}) to be asked",
+                f.name(),
+                f.method(),
+                if modern {
+                    "in _meta clientCapabilities"
+                } else {
+                    "in initialize"
+                }
+            );
+            return self.reply(id, Ok(tool_error(why)), modern);
+        }
+        if modern {
+            let answer = params.get("inputResponses").and_then(|r| r.get(f.name()));
+            let Some(answer) = answer else {
+                let mut requests = serde_json::Map::new();
+                requests.insert(
+                    f.name().into(),
+                    json!({"method": f.method(), "params": f.request_params()}),
+                );
+                let result = json!({"resultType": "input_required", "inputRequests": requests,
+                    "requestState": f.request_state()});
+                return self.reply(id, Ok(result), true);
+            };
+            let result = answer.get("result").unwrap_or(answer);
+            let state_ok =
+                params.get("requestState").and_then(Value::as_str) == Some(f.request_state().as_str());
+            let outcome = if state_ok {
+                outcome(f, Some(result), None)
+            } else {
+                tool_error(format!(
+                    "requestState missing or changed: send back the requestState `{}` of the input_required result",
+                    f.request_state()
+                ))
+            };
+            return self.reply(id, Ok(outcome), true);
+        }
+        if self.state.asked.len() >= MAX_ASKED {
+            let why = "too many questions unanswered: answer the open ones first";
+            return self.reply(id, Ok(tool_error(why.into())), false);
+        }
+        self.state.questions += 1;
+        let qid = Value::from(format!("witness-{}-{}", f.name(), self.state.questions));
+        self.state.asked.push((qid.clone(), id, f));
+        self.send(json!({"jsonrpc": "2.0", "id": qid, "method": f.method(), "params": f.request_params()}))
+    }
+
+    /// A response from the client: if it answers a flow question, the waiting call is answered.
+    fn on_answer(&mut self, msg: &Value) -> io::Result<()> {
+        let Some(rid) = msg.get("id") else {
+            return Ok(());
+        };
+        let Some(at) = self.state.asked.iter().position(|(q, _, _)| q == rid) else {
+            return Ok(());
+        };
+        let (_, call, f) = self.state.asked.remove(at);
+        let r = outcome(f, msg.get("result"), msg.get("error"));
+        self.reply(call, Ok(r), false)
+    }
+
     /// Sends the reply to request `id`; a modern reply carries `resultType` and serverInfo.
     fn reply(&mut self, id: Value, reply: Result<Value, (i64, String)>, modern: bool) -> io::Result<()> {
         let mut out = json!({"jsonrpc": "2.0", "id": id});
         match reply {
             Ok(mut result) => {
                 if modern && result.is_object() {
-                    result["resultType"] = json!("complete");
+                    if result.get("resultType").is_none() {
+                        result["resultType"] = json!("complete");
+                    }
                     result["_meta"] = json!({ META_SERVER: server_info() });
                     // Lists are cacheable for long: a client has to rely on list_changed. Reads
                     // of items that can change have a cache lifetime of 0 (the field is a MUST),
@@ -525,11 +613,44 @@ impl<W: Write> Serve<W> {
                 "description": format!("Removes the alpha {} item, adds the beta one and sends {}.", d.name(), d.notification()),
                 "inputSchema": none}));
         }
+        for f in Flow::ALL {
+            tools.push(
+                json!({"name": f.ask_tool(), "description": f.tool_description(), "inputSchema": none}),
+            );
+        }
         tools.push(json!({"name": STATUS_TOOL,
             "description": "Which set (alpha or beta) each domain is in, as JSON.",
             "inputSchema": none}));
         Value::Array(tools)
     }
+}
+
+/// Questions of the legacy flows open at once.
+const MAX_ASKED: usize = 16;
+
+fn tool_error(why: String) -> Value {
+    json!({"content": [{"type": "text", "text": why}], "isError": true})
+}
+
+/// The result of a flow's ask tool once the client answered: what came back, judged.
+fn outcome(f: Flow, result: Option<&Value>, error: Option<&Value>) -> Value {
+    let (text, bad) = match (result, error) {
+        (Some(r), _) => match f.check_answer(r) {
+            Ok(s) => (format!("{} answered: {s}", f.method()), false),
+            Err(why) => (format!("{} answered, but not validly: {why}", f.method()), true),
+        },
+        (None, Some(e)) => (format!("{} refused by the client: {e}", f.method()), true),
+        (None, None) => (
+            format!("{} answered with neither result nor error", f.method()),
+            true,
+        ),
+    };
+    let mut r = json!({"content": [{"type": "text", "text": text}],
+        "structuredContent": {"answer": result.cloned().unwrap_or(Value::Null)}});
+    if bad {
+        r["isError"] = Value::Bool(true);
+    }
+    r
 }
 
 fn server_info() -> Value {

@@ -1,0 +1,479 @@
+//! The flows of the client kit beyond list_changed, each a domain of serve, drive and
+//! analyze: `roots` and `elicitation` (form mode). For each: what `serve` asks (legacy: a
+//! server request while the call of the flow's ask tool stays open; 2026-07-28: the tool
+//! result is `input_required` with `inputRequests` and a `requestState`), the answer the
+//! control client gives, and how `analyze` judges the client's answer from the log.
+
+use serde_json::{Value, json};
+
+use super::analyze::{Entry, Row};
+
+/// A flow of the client kit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Roots,
+    Elicitation,
+}
+
+/// Bound on a name or URI quoted from a client's answer.
+const QUOTE: usize = 120;
+
+impl Flow {
+    pub const ALL: [Flow; 2] = [Flow::Roots, Flow::Elicitation];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Flow::Roots => "roots",
+            Flow::Elicitation => "elicitation",
+        }
+    }
+
+    /// The tool of `serve` whose call makes it ask.
+    pub fn ask_tool(self) -> &'static str {
+        match self {
+            Flow::Roots => "witness_ask_roots",
+            Flow::Elicitation => "witness_ask_elicitation",
+        }
+    }
+
+    /// The request the server sends (legacy) or puts in `inputRequests` (modern).
+    pub fn method(self) -> &'static str {
+        match self {
+            Flow::Roots => "roots/list",
+            Flow::Elicitation => "elicitation/create",
+        }
+    }
+
+    pub fn request_params(self) -> Value {
+        match self {
+            Flow::Roots => json!({}),
+            Flow::Elicitation => json!({
+                "mode": "form",
+                "message": "mcp-witness asks for a name and a count (any values do).",
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string", "maxLength": 64, "description": "Any name"},
+                        "count": {"type": "integer", "minimum": 1, "description": "Any count from 1"},
+                    },
+                    "required": ["name"],
+                },
+            }),
+        }
+    }
+
+    /// The capability the control client declares for the flow.
+    pub fn control_capability(self) -> Value {
+        match self {
+            Flow::Roots => json!({"listChanged": true}),
+            Flow::Elicitation => json!({"form": {}}),
+        }
+    }
+
+    /// The answer the control client gives.
+    pub fn control_answer(self) -> Value {
+        match self {
+            Flow::Roots => {
+                json!({"roots": [{"uri": "file:///tmp/mcp-witness-root", "name": "witness root"}]})
+            }
+            Flow::Elicitation => json!({"action": "accept", "content": {"name": "witness", "count": 1}}),
+        }
+    }
+
+    /// The `requestState` serve hands out in the modern era, and expects back.
+    pub fn request_state(self) -> String {
+        format!("mcp-witness-{}", self.name())
+    }
+
+    pub fn tool_description(self) -> &'static str {
+        match self {
+            Flow::Roots => "Asks the client for its roots (roots/list) and says what it answered.",
+            Flow::Elicitation => {
+                "Asks the user, through the client, for a name and a count (elicitation/create, form mode) and says what came back."
+            }
+        }
+    }
+
+    /// Whether the capabilities a client declared cover this flow, and how they read.
+    pub fn declared(self, caps: Option<&Value>) -> (bool, String) {
+        let Some(cap) = caps.and_then(|c| c.get(self.name())) else {
+            return (false, format!("no `{}` capability", self.name()));
+        };
+        match self {
+            Flow::Roots => {
+                let lc = cap.get("listChanged").and_then(Value::as_bool) == Some(true);
+                (true, format!("yes, `roots` with listChanged {lc}"))
+            }
+            Flow::Elicitation => {
+                // An empty `elicitation: {}` means form mode (2025-11-25).
+                let form = cap
+                    .as_object()
+                    .is_some_and(|m| m.is_empty() || m.contains_key("form"));
+                let url = cap.get("url").is_some();
+                let modes: Vec<&str> = [("form", form), ("url", url)]
+                    .iter()
+                    .filter(|(_, on)| *on)
+                    .map(|(m, _)| *m)
+                    .collect();
+                (
+                    form,
+                    format!(
+                        "modes declared: {}",
+                        if modes.is_empty() {
+                            "none".into()
+                        } else {
+                            modes.join(", ")
+                        }
+                    ),
+                )
+            }
+        }
+    }
+
+    /// Judges the client's result: a summary, or why it is not a valid answer.
+    pub fn check_answer(self, result: &Value) -> Result<String, String> {
+        match self {
+            Flow::Roots => {
+                let roots = result
+                    .get("roots")
+                    .and_then(Value::as_array)
+                    .ok_or("the result has no `roots` array")?;
+                for (i, r) in roots.iter().enumerate() {
+                    let uri = r
+                        .get("uri")
+                        .and_then(Value::as_str)
+                        .ok_or(format!("root {}: no `uri` string", i + 1))?;
+                    if !uri.starts_with("file://") {
+                        return Err(format!(
+                            "root {}: `{}` is not a file:// URI (roots MUST be file:// URIs)",
+                            i + 1,
+                            crate::text::truncate(uri, QUOTE)
+                        ));
+                    }
+                }
+                Ok(format!("{} root(s), every URI file://", roots.len()))
+            }
+            Flow::Elicitation => {
+                let action = result
+                    .get("action")
+                    .and_then(Value::as_str)
+                    .ok_or("the result has no `action` string")?;
+                match action {
+                    "accept" => {
+                        let content = result.get("content").ok_or("accepted, but no `content`")?;
+                        validate_form(content)?;
+                        Ok("accept, content valid against requestedSchema".into())
+                    }
+                    "decline" | "cancel" => Ok(format!("{action} (the user said no: a valid answer)")),
+                    other => Err(format!(
+                        "action `{}` is none of accept, decline, cancel",
+                        crate::text::truncate(other, QUOTE)
+                    )),
+                }
+            }
+        }
+    }
+}
+
+/// The content of an accepted form against serve's `requestedSchema`.
+fn validate_form(content: &Value) -> Result<(), String> {
+    let m = content.as_object().ok_or("content is not an object")?;
+    match m.get("name") {
+        Some(Value::String(s)) if s.chars().count() <= 64 => {}
+        Some(Value::String(_)) => return Err("`name` is longer than maxLength 64".into()),
+        Some(_) => return Err("`name` is not a string".into()),
+        None => return Err("`name` is required but absent".into()),
+    }
+    match m.get("count") {
+        None => {}
+        Some(v) if v.as_i64().is_some_and(|n| n >= 1) || v.as_u64().is_some_and(|n| n >= 1) => {}
+        Some(_) => return Err("`count` is not an integer of at least 1".into()),
+    }
+    Ok(())
+}
+
+/// The verdict on a flow in one session.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FlowVerdict {
+    /// The client answered what the server asked, in the right shape.
+    Handled,
+    NotHandled {
+        question: usize,
+        why: String,
+    },
+    /// The client did not declare the capability: serve did not ask (and must not).
+    NotDeclared,
+    /// The flow's ask tool was never called in this session.
+    NotExercised,
+    Incomplete {
+        missing: String,
+    },
+}
+
+impl FlowVerdict {
+    pub fn word(&self) -> &'static str {
+        match self {
+            FlowVerdict::Handled => "handled",
+            FlowVerdict::NotHandled { .. } => "not handled",
+            FlowVerdict::NotDeclared => "not declared",
+            FlowVerdict::NotExercised => "not exercised",
+            FlowVerdict::Incomplete { .. } => "incomplete",
+        }
+    }
+
+    /// Counts against the client when analyze sets its exit code.
+    pub fn fails(&self) -> bool {
+        matches!(
+            self,
+            FlowVerdict::NotHandled { .. } | FlowVerdict::Incomplete { .. }
+        )
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct FlowReport {
+    pub flow: Flow,
+    pub rows: Vec<Row>,
+    pub verdict: FlowVerdict,
+    pub meaning: String,
+}
+
+fn method(e: &Entry) -> Option<&str> {
+    e.msg.as_ref()?.get("method")?.as_str()
+}
+
+fn id(e: &Entry) -> Option<&Value> {
+    e.msg.as_ref()?.get("id").filter(|v| !v.is_null())
+}
+
+fn params(e: &Entry) -> Option<&Value> {
+    e.msg.as_ref()?.get("params")
+}
+
+fn ev(e: &[Entry], i: Option<usize>) -> Option<(usize, String)> {
+    i.map(|i| (e[i].line, e[i].ts.clone()))
+}
+
+fn ms(e: &[Entry], a: usize, b: usize) -> String {
+    match (crate::clock::parse(&e[a].ts), crate::clock::parse(&e[b].ts)) {
+        (Some(x), Some(y)) => format!("{} ms", (y - x).whole_milliseconds()),
+        _ => "? ms".into(),
+    }
+}
+
+/// The reply (an `out` entry without a method) to the `in` request at `req`.
+fn reply(e: &[Entry], req: usize, dir: &str) -> Option<usize> {
+    let want = id(&e[req])?.clone();
+    (req + 1..e.len()).find(|&i| e[i].dir == dir && method(&e[i]).is_none() && id(&e[i]) == Some(&want))
+}
+
+/// Judges one flow in the entries of one session. `caps` are the capabilities of the
+/// session's handshake (legacy `initialize`), if any.
+pub fn analyze(e: &[Entry], f: Flow, legacy_caps: Option<&Value>) -> FlowReport {
+    let mut rows = Vec::new();
+    let mut row = |q: String, a: String, evidence: Option<(usize, String)>| {
+        rows.push(Row {
+            question: q,
+            answer: a,
+            evidence,
+        });
+        rows.len()
+    };
+    let is_ask = |x: &Entry| {
+        x.dir == "in"
+            && method(x) == Some("tools/call")
+            && id(x).is_some()
+            && params(x).and_then(|p| p.get("name")).and_then(Value::as_str) == Some(f.ask_tool())
+    };
+    let ask = (0..e.len()).find(|&i| is_ask(&e[i]));
+    let q_ask = row(
+        format!("Did the client call `{}`?", f.ask_tool()),
+        if ask.is_some() { "yes".into() } else { "no".into() },
+        ev(e, ask),
+    );
+    let Some(ask) = ask else {
+        return FlowReport {
+            flow: f,
+            rows,
+            verdict: FlowVerdict::NotExercised,
+            meaning: format!("Nothing in this session asked the client for {}.", f.name()),
+        };
+    };
+    let modern_caps = params(&e[ask])
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(crate::mcp::meta::CLIENT_CAPABILITIES));
+    let modern = modern_caps.is_some();
+    let caps = if modern { modern_caps } else { legacy_caps };
+    let (declared, how) = f.declared(caps);
+    row(
+        format!("Did the client declare `{}`?", f.name()),
+        how,
+        ev(e, Some(ask)),
+    );
+    if !declared {
+        let refused = reply(e, ask, "out");
+        return FlowReport {
+            flow: f,
+            rows,
+            verdict: FlowVerdict::NotDeclared,
+            meaning: format!(
+                "The client did not declare the capability, so serve did not send `{}` (a server must not){}.",
+                f.method(),
+                if refused.is_some() {
+                    " and refused the call"
+                } else {
+                    ""
+                }
+            ),
+        };
+    }
+    // Where the question went out, and where the client's answer is.
+    let (asked, answer, answer_result) = if modern {
+        let first = reply(e, ask, "out");
+        let input_required = first.filter(|&r| {
+            e[r].msg
+                .as_ref()
+                .and_then(|m| m.pointer(&format!("/result/inputRequests/{}/method", f.name())))
+                == Some(&Value::from(f.method()))
+        });
+        row(
+            format!("Did the server answer `input_required` asking `{}`?", f.method()),
+            if input_required.is_some() {
+                "yes".into()
+            } else {
+                "no".into()
+            },
+            ev(e, input_required),
+        );
+        let retry = input_required.and_then(|r| {
+            (r + 1..e.len()).find(|&i| {
+                is_ask(&e[i])
+                    && params(&e[i])
+                        .and_then(|p| p.get("inputResponses"))
+                        .and_then(|x| x.get(f.name()))
+                        .is_some()
+            })
+        });
+        let new_id = retry.is_some_and(|r| id(&e[r]) != id(&e[ask]));
+        let state_back = retry.is_some_and(|r| {
+            params(&e[r])
+                .and_then(|p| p.get("requestState"))
+                .and_then(Value::as_str)
+                == Some(f.request_state().as_str())
+        });
+        let result = retry.and_then(|r| {
+            let resp = params(&e[r])?.get("inputResponses")?.get(f.name())?;
+            Some(resp.get("result").unwrap_or(resp).clone())
+        });
+        (input_required, retry.map(|r| (r, new_id, state_back)), result)
+    } else {
+        let sent = (ask..e.len())
+            .find(|&i| e[i].dir == "out" && method(&e[i]) == Some(f.method()) && id(&e[i]).is_some());
+        row(
+            format!("Did the server send `{}`?", f.method()),
+            if sent.is_some() { "yes".into() } else { "no".into() },
+            ev(e, sent),
+        );
+        let answered = sent.and_then(|s| reply(e, s, "in"));
+        let result = answered.and_then(|a| e[a].msg.as_ref()?.get("result").cloned());
+        (sent, answered.map(|a| (a, true, true)), result)
+    };
+    let q_answer = row(
+        if modern {
+            format!(
+                "Did the client retry with `inputResponses.{}` (new id, requestState back), and how many ms later?",
+                f.name()
+            )
+        } else {
+            format!("Did the client answer `{}`, and how many ms later?", f.method())
+        },
+        match (&answer, asked) {
+            (Some((a, new_id, state)), Some(s)) => {
+                let mut t = format!("yes, {} after", ms(e, s, *a));
+                if modern {
+                    t.push_str(&format!(
+                        "; new id: {}; requestState back: {}",
+                        if *new_id { "yes" } else { "no" },
+                        if *state { "yes" } else { "no" }
+                    ));
+                }
+                if answer_result.is_none() {
+                    t.push_str("; with an error, not a result");
+                }
+                t
+            }
+            _ => "no".into(),
+        },
+        ev(e, answer.as_ref().map(|a| a.0)),
+    );
+    let checked = answer_result.as_ref().map(|r| f.check_answer(r));
+    let q_valid = row(
+        "Is the answer valid?".into(),
+        match &checked {
+            Some(Ok(s)) => format!("yes: {s}"),
+            Some(Err(why)) => format!("no: {why}"),
+            None => "absent".into(),
+        },
+        ev(e, answer.as_ref().map(|a| a.0)),
+    );
+    if f == Flow::Roots && !modern {
+        let changed = (0..e.len())
+            .find(|&i| e[i].dir == "in" && method(&e[i]) == Some("notifications/roots/list_changed"));
+        row(
+            "Did the client send `notifications/roots/list_changed`? (only required when its roots change)"
+                .into(),
+            if changed.is_some() {
+                "yes".into()
+            } else {
+                "no".into()
+            },
+            ev(e, changed),
+        );
+    }
+    let (verdict, meaning) = match (&answer, &checked) {
+        (None, _) if asked.is_none() => (
+            FlowVerdict::Incomplete {
+                missing: format!("Q{q_ask}: serve never asked"),
+            },
+            "The log has no question from serve after the call.".to_string(),
+        ),
+        (None, _) => (
+            FlowVerdict::NotHandled {
+                question: q_answer,
+                why: format!("the client never answered `{}`", f.method()),
+            },
+            "The client left the server's question unanswered.".into(),
+        ),
+        (Some((_, false, _)), _) => (
+            FlowVerdict::NotHandled {
+                question: q_answer,
+                why: "the retry reused the JSON-RPC id".into(),
+            },
+            "A retry after input_required MUST use a different JSON-RPC id.".into(),
+        ),
+        (Some(_), None) => (
+            FlowVerdict::NotHandled {
+                question: q_answer,
+                why: "the client answered with an error".into(),
+            },
+            format!("The client declared `{}` but refused the request.", f.name()),
+        ),
+        (Some(_), Some(Err(why))) => (
+            FlowVerdict::NotHandled {
+                question: q_valid,
+                why: why.clone(),
+            },
+            "The client answered, but not in the shape the spec requires.".into(),
+        ),
+        (Some(_), Some(Ok(s))) => (
+            FlowVerdict::Handled,
+            format!("The client answered `{}`: {s}.", f.method()),
+        ),
+    };
+    FlowReport {
+        flow: f,
+        rows,
+        verdict,
+        meaning,
+    }
+}
