@@ -109,9 +109,15 @@ fn drive_all_passes_against_serve() {
     let run = witness(&dir, &["drive", "--domain", "all"]);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("drive: PASS"));
-    for d in ["tools", "resources", "prompts"] {
+    for d in ["tools", "resources", "prompts", "roots", "elicitation"] {
         assert!(run.stdout.contains(&format!("## Domain: {d}")), "{}", run.stdout);
     }
+    assert_eq!(
+        run.stdout.matches("**Verdict: handled**").count(),
+        2,
+        "{}",
+        run.stdout
+    );
     assert_eq!(
         run.stdout.matches("**Verdict: reacts to list_changed**").count(),
         3,
@@ -213,6 +219,13 @@ fn a_client_that_stops_half_way_is_incomplete() {
     );
     assert!(
         run.stdout.contains("(Q3: mutate was never called)"),
+        "{}",
+        run.stdout
+    );
+    // `all` covers the flows too: never asked for in this session, they are not counted.
+    assert_eq!(
+        run.stdout.matches("**Verdict: not exercised**").count(),
+        2,
         "{}",
         run.stdout
     );
@@ -924,4 +937,168 @@ fn a_relist_outside_the_window_is_not_counted_as_a_reaction() {
         "{}",
         run.stdout
     );
+}
+
+#[test]
+fn drive_passes_roots_and_elicitation_in_both_eras() {
+    let dir = TempDir::new("drive-flows");
+    for domain in ["roots", "elicitation"] {
+        let run = witness(&dir, &["drive", "--domain", domain, "--era", "both"]);
+        assert_eq!(run.code, 0, "{domain}: {}\n{}", run.stdout, run.stderr);
+        assert_eq!(
+            run.stdout.matches("**Verdict: handled**").count(),
+            2,
+            "{}",
+            run.stdout
+        );
+        assert!(
+            run.stdout.contains(&format!(
+                "Did the server answer `input_required` asking `{}`? | yes |",
+                if domain == "roots" {
+                    "roots/list"
+                } else {
+                    "elicitation/create"
+                }
+            )),
+            "the modern run goes through input_required: {}",
+            run.stdout
+        );
+        assert!(
+            run.stdout.contains("new id: yes; requestState back: yes"),
+            "{}",
+            run.stdout
+        );
+    }
+}
+
+impl Client {
+    /// Calls a flow's ask tool (legacy), answers the one request serve sends with `answer`,
+    /// and returns the request and the call's reply.
+    fn ask_and_answer(&mut self, tool: &str, answer: Value) -> (Value, Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
+            "params": {"name": tool, "arguments": {}}}));
+        let mut asked = Value::Null;
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "serve closed stdout"
+            );
+            let msg: Value = serde_json::from_str(&line).unwrap();
+            if msg.get("method").is_some() && msg.get("id").is_some() {
+                let mut reply = json!({"jsonrpc": "2.0", "id": msg["id"]});
+                reply["result"] = answer.clone();
+                self.send(&reply);
+                asked = msg;
+            } else if msg["id"] == 900 {
+                return (asked, msg);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_client_that_answers_roots_with_a_non_file_uri_does_not_handle_roots() {
+    let dir = TempDir::new("roots-bad");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    // initialize declares `roots: {}`.
+    c.initialize("web-roots");
+    let (asked, reply) = c.ask_and_answer(
+        "witness_ask_roots",
+        json!({"roots": [{"uri": "https://example.com/repo", "name": "remote"}]}),
+    );
+    assert_eq!(asked["method"], "roots/list");
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    c.finish();
+
+    let run = analyze(&dir, &log, "roots");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("| no: root 1: `https://example.com/repo` is not a file:// URI"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("**Verdict: not handled** (Q5:"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_client_that_did_not_declare_elicitation_is_not_asked_and_the_verdict_says_so() {
+    let dir = TempDir::new("elicit-undeclared");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("no-elicitation");
+    let r = c.call("witness_ask_elicitation");
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("did not declare the `elicitation` capability"),
+        "{r}"
+    );
+    c.finish();
+    assert!(
+        !log_lines(&log)
+            .iter()
+            .any(|e| e["msg"]["method"] == "elicitation/create"),
+        "serve never sends a request the client did not declare"
+    );
+    let run = analyze(&dir, &log, "elicitation");
+    assert_eq!(run.code, 0, "not declared is no failure: {}", run.stdout);
+    assert!(run.stdout.contains("**Verdict: not declared**"), "{}", run.stdout);
+}
+
+#[test]
+fn a_modern_elicitation_answer_that_breaks_the_schema_or_reuses_the_id_is_not_handled() {
+    let dir = TempDir::new("elicit-modern");
+    for (case, content, reuse_id, expect) in [
+        (
+            "schema",
+            json!({"name": "x", "count": 0}),
+            false,
+            "(Q5: `count` is not an integer of at least 1)",
+        ),
+        (
+            "id",
+            json!({"name": "x"}),
+            true,
+            "(Q4: the retry reused the JSON-RPC id)",
+        ),
+    ] {
+        let log = dir.join(&format!("{case}.jsonl"));
+        let mut c = Client::start(&log);
+        let mut params = modern(
+            json!({"name": "witness_ask_elicitation", "arguments": {}}),
+            "2026-07-28",
+        );
+        params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {"form": {}}});
+        let first = c.request("tools/call", params.clone());
+        assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+        assert_eq!(
+            first["result"]["inputRequests"]["elicitation"]["params"]["mode"],
+            "form"
+        );
+        params["inputResponses"] =
+            json!({"elicitation": {"result": {"action": "accept", "content": content}}});
+        params["requestState"] = first["result"]["requestState"].clone();
+        if reuse_id {
+            c.next_id -= 1;
+        }
+        let second = c.request("tools/call", params);
+        assert_eq!(second["result"]["resultType"], "complete", "{second}");
+        c.finish();
+        let run = analyze(&dir, &log, "elicitation");
+        assert_eq!(run.code, 1, "{case}: {}", run.stdout);
+        assert!(
+            run.stdout.contains(&format!("**Verdict: not handled** {expect}")),
+            "{case}: {}",
+            run.stdout
+        );
+    }
 }
