@@ -1,6 +1,8 @@
-//! `serve`: an instrumented stdio MCP server (legacy handshake era). Every line in both
-//! directions goes to a JSON-lines log as it happens, one write per entry, so a SIGTERM or
-//! SIGINT loses nothing already exchanged.
+//! `serve`: an instrumented stdio MCP server (legacy handshake and 2026-07-28 eras). Every
+//! line in both directions goes to a JSON-lines log as it happens, one write per entry, so a
+//! SIGTERM or SIGINT loses nothing already exchanged; each process and each session begins
+//! with an entry of its own. Besides the list_changed cycle it asks the client for the flows
+//! of `kit::flow` (roots, elicitation) when their ask tool is called.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
