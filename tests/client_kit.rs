@@ -114,7 +114,7 @@ fn drive_all_passes_against_serve() {
     }
     assert_eq!(
         run.stdout.matches("**Verdict: handled**").count(),
-        2,
+        3,
         "{}",
         run.stdout
     );
@@ -225,7 +225,7 @@ fn a_client_that_stops_half_way_is_incomplete() {
     // `all` covers the flows too: never asked for in this session, they are not counted.
     assert_eq!(
         run.stdout.matches("**Verdict: not exercised**").count(),
-        2,
+        3,
         "{}",
         run.stdout
     );
@@ -940,9 +940,13 @@ fn a_relist_outside_the_window_is_not_counted_as_a_reaction() {
 }
 
 #[test]
-fn drive_passes_roots_and_elicitation_in_both_eras() {
+fn drive_passes_roots_elicitation_and_sampling_in_both_eras() {
     let dir = TempDir::new("drive-flows");
-    for domain in ["roots", "elicitation"] {
+    for (domain, method) in [
+        ("roots", "roots/list"),
+        ("elicitation", "elicitation/create"),
+        ("sampling", "sampling/createMessage"),
+    ] {
         let run = witness(&dir, &["drive", "--domain", domain, "--era", "both"]);
         assert_eq!(run.code, 0, "{domain}: {}\n{}", run.stdout, run.stderr);
         assert_eq!(
@@ -953,12 +957,7 @@ fn drive_passes_roots_and_elicitation_in_both_eras() {
         );
         assert!(
             run.stdout.contains(&format!(
-                "Did the server answer `input_required` asking `{}`? | yes |",
-                if domain == "roots" {
-                    "roots/list"
-                } else {
-                    "elicitation/create"
-                }
+                "Did the server answer `input_required` asking `{method}`? | yes |"
             )),
             "the modern run goes through input_required: {}",
             run.stdout
@@ -972,8 +971,8 @@ fn drive_passes_roots_and_elicitation_in_both_eras() {
 }
 
 impl Client {
-    /// Calls a flow's ask tool (legacy), answers the one request serve sends with `answer`,
-    /// and returns the request and the call's reply.
+    /// Calls a flow's ask tool (legacy), answers the one request serve sends with `answer`
+    /// (`{"result": …}` or `{"error": …}`), and returns the request and the call's reply.
     fn ask_and_answer(&mut self, tool: &str, answer: Value) -> (Value, Value) {
         self.send(&json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
             "params": {"name": tool, "arguments": {}}}));
@@ -986,8 +985,9 @@ impl Client {
             );
             let msg: Value = serde_json::from_str(&line).unwrap();
             if msg.get("method").is_some() && msg.get("id").is_some() {
-                let mut reply = json!({"jsonrpc": "2.0", "id": msg["id"]});
-                reply["result"] = answer.clone();
+                let mut reply = answer.clone();
+                reply["jsonrpc"] = json!("2.0");
+                reply["id"] = msg["id"].clone();
                 self.send(&reply);
                 asked = msg;
             } else if msg["id"] == 900 {
@@ -1006,7 +1006,7 @@ fn a_client_that_answers_roots_with_a_non_file_uri_does_not_handle_roots() {
     c.initialize("web-roots");
     let (asked, reply) = c.ask_and_answer(
         "witness_ask_roots",
-        json!({"roots": [{"uri": "https://example.com/repo", "name": "remote"}]}),
+        json!({"result": {"roots": [{"uri": "https://example.com/repo", "name": "remote"}]}}),
     );
     assert_eq!(asked["method"], "roots/list");
     assert_eq!(reply["result"]["isError"], true, "{reply}");
@@ -1101,4 +1101,48 @@ fn a_modern_elicitation_answer_that_breaks_the_schema_or_reuses_the_id_is_not_ha
             run.stdout
         );
     }
+}
+
+#[test]
+fn a_client_that_denies_sampling_with_an_error_handles_it() {
+    let dir = TempDir::new("sampling-denied");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    let r = c.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"sampling": {"tools": {}}},
+               "clientInfo": {"name": "careful", "version": "1"}}),
+    );
+    assert!(r.get("result").is_some(), "{r}");
+    let (asked, reply) = c.ask_and_answer(
+        "witness_ask_sampling",
+        json!({"error": {"code": -1, "message": "User rejected sampling request"}}),
+    );
+    assert_eq!(asked["method"], "sampling/createMessage");
+    assert_eq!(asked["params"]["maxTokens"], 32);
+    assert_eq!(
+        reply["result"]["isError"], true,
+        "the tool could not sample: {reply}"
+    );
+    c.finish();
+
+    let run = analyze(&dir, &log, "sampling");
+    assert_eq!(run.code, 0, "a denial is a valid answer: {}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("| yes, `sampling` (tools: yes, context: no) |"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("with an error, not a result"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("**Verdict: handled**. The client denied `sampling/createMessage`"),
+        "{}",
+        run.stdout
+    );
 }

@@ -15,6 +15,7 @@ pub enum KitDomain {
     Prompts,
     Roots,
     Elicitation,
+    Sampling,
     All,
 }
 
@@ -27,6 +28,7 @@ impl KitDomain {
             KitDomain::Prompts => (vec![Domain::Prompts], vec![]),
             KitDomain::Roots => (vec![], vec![Flow::Roots]),
             KitDomain::Elicitation => (vec![], vec![Flow::Elicitation]),
+            KitDomain::Sampling => (vec![], vec![Flow::Sampling]),
             KitDomain::All => (Domain::ALL.to_vec(), Flow::ALL.to_vec()),
         }
     }

@@ -1,5 +1,5 @@
 //! The flows of the client kit beyond list_changed, each a domain of serve, drive and
-//! analyze: `roots` and `elicitation` (form mode). For each: what `serve` asks (legacy: a
+//! analyze: `roots`, `elicitation` (form mode) and `sampling`. For each: what `serve` asks (legacy: a
 //! server request while the call of the flow's ask tool stays open; 2026-07-28: the tool
 //! result is `input_required` with `inputRequests` and a `requestState`), the answer the
 //! control client gives, and how `analyze` judges the client's answer from the log.
@@ -13,18 +13,20 @@ use super::analyze::{Entry, Row};
 pub enum Flow {
     Roots,
     Elicitation,
+    Sampling,
 }
 
 /// Bound on a name or URI quoted from a client's answer.
 const QUOTE: usize = 120;
 
 impl Flow {
-    pub const ALL: [Flow; 2] = [Flow::Roots, Flow::Elicitation];
+    pub const ALL: [Flow; 3] = [Flow::Roots, Flow::Elicitation, Flow::Sampling];
 
     pub fn name(self) -> &'static str {
         match self {
             Flow::Roots => "roots",
             Flow::Elicitation => "elicitation",
+            Flow::Sampling => "sampling",
         }
     }
 
@@ -33,6 +35,7 @@ impl Flow {
         match self {
             Flow::Roots => "witness_ask_roots",
             Flow::Elicitation => "witness_ask_elicitation",
+            Flow::Sampling => "witness_ask_sampling",
         }
     }
 
@@ -41,6 +44,7 @@ impl Flow {
         match self {
             Flow::Roots => "roots/list",
             Flow::Elicitation => "elicitation/create",
+            Flow::Sampling => "sampling/createMessage",
         }
     }
 
@@ -59,6 +63,10 @@ impl Flow {
                     "required": ["name"],
                 },
             }),
+            Flow::Sampling => json!({
+                "messages": [{"role": "user", "content": {"type": "text", "text": "Say one word, any word."}}],
+                "maxTokens": 32,
+            }),
         }
     }
 
@@ -67,6 +75,7 @@ impl Flow {
         match self {
             Flow::Roots => json!({"listChanged": true}),
             Flow::Elicitation => json!({"form": {}}),
+            Flow::Sampling => json!({}),
         }
     }
 
@@ -77,6 +86,8 @@ impl Flow {
                 json!({"roots": [{"uri": "file:///tmp/mcp-witness-root", "name": "witness root"}]})
             }
             Flow::Elicitation => json!({"action": "accept", "content": {"name": "witness", "count": 1}}),
+            Flow::Sampling => json!({"role": "assistant", "content": {"type": "text", "text": "witness"},
+                "model": "mcp-witness-drive", "stopReason": "endTurn"}),
         }
     }
 
@@ -90,6 +101,9 @@ impl Flow {
             Flow::Roots => "Asks the client for its roots (roots/list) and says what it answered.",
             Flow::Elicitation => {
                 "Asks the user, through the client, for a name and a count (elicitation/create, form mode) and says what came back."
+            }
+            Flow::Sampling => {
+                "Asks the client's model for one word (sampling/createMessage) and says what came back."
             }
         }
     }
@@ -124,6 +138,17 @@ impl Flow {
                         } else {
                             modes.join(", ")
                         }
+                    ),
+                )
+            }
+            Flow::Sampling => {
+                let has = |k: &str| if cap.get(k).is_some() { "yes" } else { "no" };
+                (
+                    true,
+                    format!(
+                        "yes, `sampling` (tools: {}, context: {})",
+                        has("tools"),
+                        has("context")
                     ),
                 )
             }
@@ -170,6 +195,29 @@ impl Flow {
                         crate::text::truncate(other, QUOTE)
                     )),
                 }
+            }
+            Flow::Sampling => {
+                if result.get("role").and_then(Value::as_str) != Some("assistant") {
+                    return Err("`role` is not \"assistant\"".into());
+                }
+                let content = result.get("content").ok_or("no `content`")?;
+                let typed = |c: &Value| c.get("type").and_then(Value::as_str).is_some();
+                let ok = match content {
+                    Value::Array(a) => !a.is_empty() && a.iter().all(typed),
+                    c => typed(c),
+                };
+                if !ok {
+                    return Err("`content` is not a content block with a `type`".into());
+                }
+                if result.get("model").and_then(Value::as_str).is_none() {
+                    return Err("no `model` string".into());
+                }
+                let stop = if result.get("stopReason").is_some() {
+                    "given"
+                } else {
+                    "absent"
+                };
+                Ok(format!("an assistant message, model named, stopReason {stop}"))
             }
         }
     }
@@ -450,6 +498,10 @@ pub fn analyze(e: &[Entry], f: Flow, legacy_caps: Option<&Value>) -> FlowReport 
                 why: "the retry reused the JSON-RPC id".into(),
             },
             "A retry after input_required MUST use a different JSON-RPC id.".into(),
+        ),
+        (Some(_), None) if f == Flow::Sampling => (
+            FlowVerdict::Handled,
+            "The client denied `sampling/createMessage` with an error: a valid answer (the user or client may decline).".into(),
         ),
         (Some(_), None) => (
             FlowVerdict::NotHandled {
