@@ -109,12 +109,20 @@ fn drive_all_passes_against_serve() {
     let run = witness(&dir, &["drive", "--domain", "all"]);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("drive: PASS"));
-    for d in ["tools", "resources", "prompts", "roots", "elicitation"] {
+    for d in [
+        "tools",
+        "resources",
+        "prompts",
+        "roots",
+        "elicitation",
+        "sampling",
+        "logging",
+    ] {
         assert!(run.stdout.contains(&format!("## Domain: {d}")), "{}", run.stdout);
     }
     assert_eq!(
         run.stdout.matches("**Verdict: handled**").count(),
-        3,
+        4,
         "{}",
         run.stdout
     );
@@ -225,7 +233,7 @@ fn a_client_that_stops_half_way_is_incomplete() {
     // `all` covers the flows too: never asked for in this session, they are not counted.
     assert_eq!(
         run.stdout.matches("**Verdict: not exercised**").count(),
-        3,
+        4,
         "{}",
         run.stdout
     );
@@ -1145,4 +1153,88 @@ fn a_client_that_denies_sampling_with_an_error_handles_it() {
         "{}",
         run.stdout
     );
+}
+
+#[test]
+fn drive_passes_logging_in_both_eras_with_all_eight_levels() {
+    let dir = TempDir::new("drive-logging");
+    let run = witness(&dir, &["drive", "--domain", "logging", "--era", "both"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout
+            .matches("| 8: debug, info, notice, warning, error, critical, alert, emergency |")
+            .count(),
+        2,
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("| yes, `logging/setLevel` `debug` |"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("| yes, per request: `_meta` logLevel `debug` |"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.matches("**Verdict: handled**").count(),
+        2,
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn logging_follows_the_level_a_legacy_client_set_and_a_modern_client_that_never_opts_in_gets_none() {
+    let dir = TempDir::new("logging-levels");
+    let log = dir.join("legacy.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("errors-only");
+    let set = c.request("logging/setLevel", json!({"level": "error"}));
+    assert_eq!(set["result"], json!({}), "{set}");
+    let bad = c.request("logging/setLevel", json!({"level": "loud"}));
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    let r = c.call("witness_log_all_levels");
+    assert_eq!(
+        r["result"]["content"][0]["text"],
+        "sent 4 message(s): error, critical, alert, emergency"
+    );
+    assert_eq!(c.notifications.len(), 4, "{:?}", c.notifications);
+    c.call("witness_status");
+    c.finish();
+    let run = analyze(&dir, &log, "logging");
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("| 4: error, critical, alert, emergency |"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("**Verdict: handled**"), "{}", run.stdout);
+
+    let log = dir.join("modern.jsonl");
+    let mut c = Client::start(&log);
+    let r = c.request(
+        "tools/call",
+        modern(
+            json!({"name": "witness_log_all_levels", "arguments": {}}),
+            "2026-07-28",
+        ),
+    );
+    assert_eq!(
+        r["result"]["content"][0]["text"],
+        "sent 0 messages: the request did not opt in with a log level"
+    );
+    assert!(c.notifications.is_empty(), "{:?}", c.notifications);
+    c.finish();
+    let run = analyze(&dir, &log, "logging");
+    assert!(
+        run.stdout
+            .contains("| no `_meta` logLevel on the request (no opt-in) |"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("**Verdict: not declared**"), "{}", run.stdout);
 }

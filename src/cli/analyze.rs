@@ -16,6 +16,7 @@ pub enum KitDomain {
     Roots,
     Elicitation,
     Sampling,
+    Logging,
     All,
 }
 
@@ -29,6 +30,7 @@ impl KitDomain {
             KitDomain::Roots => (vec![], vec![Flow::Roots]),
             KitDomain::Elicitation => (vec![], vec![Flow::Elicitation]),
             KitDomain::Sampling => (vec![], vec![Flow::Sampling]),
+            KitDomain::Logging => (vec![], vec![Flow::Logging]),
             KitDomain::All => (Domain::ALL.to_vec(), Flow::ALL.to_vec()),
         }
     }

@@ -465,69 +465,73 @@ pub fn drive_flow(f: Flow, era: Era) -> DomainRun {
             && v.pointer("/content/0/text").and_then(Value::as_str)
                 .is_some_and(|t| t.starts_with(&format!("{} answered: ", f.method()))))
     };
-    match era {
-        Era::Legacy => {
-            rpc.answers = vec![(f.method(), f.control_answer())];
-            let init = rpc.request(
-                "initialize",
-                Some(json!({"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": info})),
-                TIMEOUT,
-            );
-            if step(
-                &format!("initialize declaring `{}`", f.name()),
-                succeeded(&init),
-                describe(&init),
-            ) {
-                rpc.notify("notifications/initialized", None);
-                let r = rpc.request("tools/call", Some(call), TIMEOUT);
-                step(
-                    &format!(
-                        "{} is answered after serve's {} was answered",
-                        f.ask_tool(),
-                        f.method()
-                    ),
-                    done(&r),
-                    describe(&r),
+    if f == Flow::Logging {
+        drive_logging(&mut rpc, era, info, &mut step);
+    } else {
+        match era {
+            Era::Legacy => {
+                rpc.answers = vec![(f.method(), f.control_answer())];
+                let init = rpc.request(
+                    "initialize",
+                    Some(json!({"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": info})),
+                    TIMEOUT,
                 );
-            }
-        }
-        Era::Modern => {
-            let meta = json!({
-                crate::mcp::meta::PROTOCOL_VERSION: crate::mcp::DEFAULT_MODERN,
-                crate::mcp::meta::CLIENT_CAPABILITIES: caps,
-                crate::mcp::meta::CLIENT_INFO: info,
-            });
-            let mut first = call.clone();
-            first["_meta"] = meta.clone();
-            let r = rpc.request("tools/call", Some(first), TIMEOUT);
-            let state = match &r {
-                Ok(Reply::Result(v))
-                    if v.get("resultType") == Some(&Value::from("input_required"))
-                        && v.pointer(&format!("/inputRequests/{}/method", f.name()))
-                            == Some(&Value::from(f.method())) =>
-                {
-                    v.get("requestState").cloned()
+                if step(
+                    &format!("initialize declaring `{}`", f.name()),
+                    succeeded(&init),
+                    describe(&init),
+                ) {
+                    rpc.notify("notifications/initialized", None);
+                    let r = rpc.request("tools/call", Some(call), TIMEOUT);
+                    step(
+                        &format!(
+                            "{} is answered after serve's {} was answered",
+                            f.ask_tool(),
+                            f.method()
+                        ),
+                        done(&r),
+                        describe(&r),
+                    );
                 }
-                _ => None,
-            };
-            if step(
-                &format!("{} answers input_required asking {}", f.ask_tool(), f.method()),
-                state.is_some(),
-                describe(&r),
-            ) {
-                let mut retry = call;
-                retry["_meta"] = meta;
-                let mut responses = serde_json::Map::new();
-                responses.insert(f.name().into(), json!({"result": f.control_answer()}));
-                retry["inputResponses"] = Value::Object(responses);
-                retry["requestState"] = state.unwrap_or(Value::Null);
-                // A new request: Rpc gives it a new id, as a retry MUST have.
-                let r = rpc.request("tools/call", Some(retry), TIMEOUT);
-                step(
-                    "the retry with inputResponses completes the call",
-                    done(&r),
+            }
+            Era::Modern => {
+                let meta = json!({
+                    crate::mcp::meta::PROTOCOL_VERSION: crate::mcp::DEFAULT_MODERN,
+                    crate::mcp::meta::CLIENT_CAPABILITIES: caps,
+                    crate::mcp::meta::CLIENT_INFO: info,
+                });
+                let mut first = call.clone();
+                first["_meta"] = meta.clone();
+                let r = rpc.request("tools/call", Some(first), TIMEOUT);
+                let state = match &r {
+                    Ok(Reply::Result(v))
+                        if v.get("resultType") == Some(&Value::from("input_required"))
+                            && v.pointer(&format!("/inputRequests/{}/method", f.name()))
+                                == Some(&Value::from(f.method())) =>
+                    {
+                        v.get("requestState").cloned()
+                    }
+                    _ => None,
+                };
+                if step(
+                    &format!("{} answers input_required asking {}", f.ask_tool(), f.method()),
+                    state.is_some(),
                     describe(&r),
-                );
+                ) {
+                    let mut retry = call;
+                    retry["_meta"] = meta;
+                    let mut responses = serde_json::Map::new();
+                    responses.insert(f.name().into(), json!({"result": f.control_answer()}));
+                    retry["inputResponses"] = Value::Object(responses);
+                    retry["requestState"] = state.unwrap_or(Value::Null);
+                    // A new request: Rpc gives it a new id, as a retry MUST have.
+                    let r = rpc.request("tools/call", Some(retry), TIMEOUT);
+                    step(
+                        "the retry with inputResponses completes the call",
+                        done(&r),
+                        describe(&r),
+                    );
+                }
             }
         }
     }
@@ -543,4 +547,57 @@ pub fn drive_flow(f: Flow, era: Era) -> DomainRun {
         }
     }
     run
+}
+
+/// The logging flow as a correct client runs it: sets the level to debug (legacy
+/// `logging/setLevel`; modern: the request's `_meta` logLevel), receives all eight levels
+/// during the call, and goes on with another request.
+fn drive_logging(rpc: &mut Rpc, era: Era, info: Value, step: &mut impl FnMut(&str, bool, String) -> bool) {
+    let call = json!({"name": Flow::Logging.ask_tool(), "arguments": {}});
+    let status = json!({"name": STATUS_TOOL, "arguments": {}});
+    let (call, status) = match era {
+        Era::Legacy => {
+            let init = rpc.request(
+                "initialize",
+                Some(json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": info})),
+                TIMEOUT,
+            );
+            let logs = matches!(&init, Ok(Reply::Result(v)) if v.pointer("/capabilities/logging").is_some());
+            if !step("initialize (server declares logging)", logs, describe(&init)) {
+                return;
+            }
+            rpc.notify("notifications/initialized", None);
+            let set = rpc.request("logging/setLevel", Some(json!({"level": "debug"})), TIMEOUT);
+            if !step("logging/setLevel debug", succeeded(&set), describe(&set)) {
+                return;
+            }
+            (call, status)
+        }
+        Era::Modern => {
+            let meta = json!({
+                crate::mcp::meta::PROTOCOL_VERSION: crate::mcp::DEFAULT_MODERN,
+                crate::mcp::meta::CLIENT_CAPABILITIES: {},
+                crate::mcp::meta::CLIENT_INFO: info,
+            });
+            let (mut c, mut s) = (call, status);
+            c["_meta"] = meta.clone();
+            c["_meta"][super::serve::META_LOG_LEVEL] = json!("debug");
+            s["_meta"] = meta;
+            (c, s)
+        }
+    };
+    let before = rpc.traffic.log_messages;
+    let r = rpc.request("tools/call", Some(call), TIMEOUT);
+    let got = rpc.traffic.log_messages - before;
+    step(
+        &format!("{} sends all eight levels", Flow::Logging.ask_tool()),
+        succeeded(&r) && got == 8,
+        format!("{got} message(s); {}", describe(&r)),
+    );
+    let s = rpc.request("tools/call", Some(status), TIMEOUT);
+    step(
+        "the session goes on (status answered)",
+        succeeded(&s),
+        describe(&s),
+    );
 }

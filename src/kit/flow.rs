@@ -14,19 +14,21 @@ pub enum Flow {
     Roots,
     Elicitation,
     Sampling,
+    Logging,
 }
 
 /// Bound on a name or URI quoted from a client's answer.
 const QUOTE: usize = 120;
 
 impl Flow {
-    pub const ALL: [Flow; 3] = [Flow::Roots, Flow::Elicitation, Flow::Sampling];
+    pub const ALL: [Flow; 4] = [Flow::Roots, Flow::Elicitation, Flow::Sampling, Flow::Logging];
 
     pub fn name(self) -> &'static str {
         match self {
             Flow::Roots => "roots",
             Flow::Elicitation => "elicitation",
             Flow::Sampling => "sampling",
+            Flow::Logging => "logging",
         }
     }
 
@@ -36,6 +38,7 @@ impl Flow {
             Flow::Roots => "witness_ask_roots",
             Flow::Elicitation => "witness_ask_elicitation",
             Flow::Sampling => "witness_ask_sampling",
+            Flow::Logging => "witness_log_all_levels",
         }
     }
 
@@ -45,6 +48,8 @@ impl Flow {
             Flow::Roots => "roots/list",
             Flow::Elicitation => "elicitation/create",
             Flow::Sampling => "sampling/createMessage",
+            // Not a question: what the server sends.
+            Flow::Logging => "notifications/message",
         }
     }
 
@@ -67,6 +72,7 @@ impl Flow {
                 "messages": [{"role": "user", "content": {"type": "text", "text": "Say one word, any word."}}],
                 "maxTokens": 32,
             }),
+            Flow::Logging => json!({}),
         }
     }
 
@@ -75,7 +81,7 @@ impl Flow {
         match self {
             Flow::Roots => json!({"listChanged": true}),
             Flow::Elicitation => json!({"form": {}}),
-            Flow::Sampling => json!({}),
+            Flow::Sampling | Flow::Logging => json!({}),
         }
     }
 
@@ -88,6 +94,7 @@ impl Flow {
             Flow::Elicitation => json!({"action": "accept", "content": {"name": "witness", "count": 1}}),
             Flow::Sampling => json!({"role": "assistant", "content": {"type": "text", "text": "witness"},
                 "model": "mcp-witness-drive", "stopReason": "endTurn"}),
+            Flow::Logging => json!({}),
         }
     }
 
@@ -105,11 +112,17 @@ impl Flow {
             Flow::Sampling => {
                 "Asks the client's model for one word (sampling/createMessage) and says what came back."
             }
+            Flow::Logging => {
+                "Sends one notifications/message per log level at or above the client's (legacy: logging/setLevel; 2026-07-28: the request's _meta logLevel)."
+            }
         }
     }
 
     /// Whether the capabilities a client declared cover this flow, and how they read.
     pub fn declared(self, caps: Option<&Value>) -> (bool, String) {
+        if self == Flow::Logging {
+            return (true, "no client capability is needed".into());
+        }
         let Some(cap) = caps.and_then(|c| c.get(self.name())) else {
             return (false, format!("no `{}` capability", self.name()));
         };
@@ -118,6 +131,7 @@ impl Flow {
                 let lc = cap.get("listChanged").and_then(Value::as_bool) == Some(true);
                 (true, format!("yes, `roots` with listChanged {lc}"))
             }
+            Flow::Logging => (true, "no client capability is needed".into()),
             Flow::Elicitation => {
                 // An empty `elicitation: {}` means form mode (2025-11-25).
                 let form = cap
@@ -158,6 +172,7 @@ impl Flow {
     /// Judges the client's result: a summary, or why it is not a valid answer.
     pub fn check_answer(self, result: &Value) -> Result<String, String> {
         match self {
+            Flow::Logging => Ok("nothing to answer".into()),
             Flow::Roots => {
                 let roots = result
                     .get("roots")
@@ -347,6 +362,9 @@ pub fn analyze(e: &[Entry], f: Flow, legacy_caps: Option<&Value>) -> FlowReport 
             meaning: format!("Nothing in this session asked the client for {}.", f.name()),
         };
     };
+    if f == Flow::Logging {
+        return logging(e, ask, rows);
+    }
     let modern_caps = params(&e[ask])
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get(crate::mcp::meta::CLIENT_CAPABILITIES));
@@ -524,6 +542,113 @@ pub fn analyze(e: &[Entry], f: Flow, legacy_caps: Option<&Value>) -> FlowReport 
     };
     FlowReport {
         flow: f,
+        rows,
+        verdict,
+        meaning,
+    }
+}
+
+/// The logging flow in one session: the level the client chose, the messages sent while its
+/// call was open, and whether the session went on afterwards.
+fn logging(e: &[Entry], ask: usize, mut rows: Vec<Row>) -> FlowReport {
+    let mut row = |q: String, a: String, evidence: Option<(usize, String)>| {
+        rows.push(Row {
+            question: q,
+            answer: a,
+            evidence,
+        });
+        rows.len()
+    };
+    let meta_level = params(&e[ask])
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(super::serve::META_LOG_LEVEL));
+    let modern = params(&e[ask])
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(crate::mcp::meta::CLIENT_CAPABILITIES))
+        .is_some();
+    let set = (0..ask)
+        .rev()
+        .find(|&i| e[i].dir == "in" && method(&e[i]) == Some("logging/setLevel") && id(&e[i]).is_some());
+    let level_of = |v: Option<&Value>| v.and_then(Value::as_str).map(|l| crate::text::truncate(l, QUOTE));
+    let (answer, evidence) = if modern {
+        match level_of(meta_level) {
+            Some(l) => (format!("yes, per request: `_meta` logLevel `{l}`"), Some(ask)),
+            None => ("no `_meta` logLevel on the request (no opt-in)".into(), None),
+        }
+    } else {
+        match set.map(|i| level_of(params(&e[i]).and_then(|p| p.get("level")))) {
+            Some(Some(l)) => (format!("yes, `logging/setLevel` `{l}`"), set),
+            Some(None) => ("`logging/setLevel` without a level".into(), set),
+            None => (
+                "no `logging/setLevel` (the server's default: every level)".into(),
+                None,
+            ),
+        }
+    };
+    row(
+        if modern {
+            "Did the client opt in to log messages on the request?".into()
+        } else {
+            "Did the client set a log level before the call?".into()
+        },
+        answer,
+        ev(e, evidence),
+    );
+    let done = reply(e, ask, "out");
+    let end = done.unwrap_or(e.len());
+    let sent: Vec<usize> = (ask..end)
+        .filter(|&i| e[i].dir == "out" && method(&e[i]) == Some("notifications/message"))
+        .collect();
+    let levels: Vec<String> = sent
+        .iter()
+        .filter_map(|&i| level_of(params(&e[i]).and_then(|p| p.get("level"))))
+        .collect();
+    row(
+        "How many `notifications/message` did the server send during the call, at which levels?".into(),
+        format!(
+            "{}: {}",
+            sent.len(),
+            if levels.is_empty() {
+                "none".into()
+            } else {
+                levels.join(", ")
+            }
+        ),
+        ev(e, sent.first().copied()),
+    );
+    let after = done.and_then(|d| {
+        (d + 1..e.len()).find(|&i| e[i].dir == "in" && id(&e[i]).is_some() && method(&e[i]).is_some())
+    });
+    let answered = after.and_then(|a| reply(e, a, "out"));
+    let q_after = row(
+        "Did the session go on after the messages (a request answered)?".into(),
+        match (after, answered) {
+            (Some(a), Some(r)) => format!("yes, {} later", ms(e, done.unwrap_or(a), r)),
+            (Some(_), None) => "a request, not answered".into(),
+            (None, _) => "no request after the call".into(),
+        },
+        ev(e, answered.or(after)),
+    );
+    let (verdict, meaning) = if sent.is_empty() {
+        (
+            FlowVerdict::NotDeclared,
+            "No message was sent: the client did not opt in to logging on the request.".to_string(),
+        )
+    } else if answered.is_some() {
+        (
+            FlowVerdict::Handled,
+            format!("The session survived {} log message(s) and went on.", sent.len()),
+        )
+    } else {
+        (
+            FlowVerdict::Incomplete {
+                missing: format!("Q{q_after}: no request answered after the messages"),
+            },
+            "The log ends after the messages: whether the client survived them is not shown.".into(),
+        )
+    };
+    FlowReport {
+        flow: Flow::Logging,
         rows,
         verdict,
         meaning,

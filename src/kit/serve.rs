@@ -142,6 +142,8 @@ struct State {
     asked: Vec<(Value, Value, Flow)>,
     /// Questions sent so far (request ids `witness-<flow>-<n>`).
     questions: u64,
+    /// The level set with `logging/setLevel` (legacy).
+    log_level: Option<String>,
     listens: Vec<Listen>,
 }
 
@@ -293,6 +295,9 @@ impl<W: Write> Serve<W> {
     /// is answered when the client answers). Modern: answers `input_required` with the
     /// request in `inputRequests`, or, on the retry carrying `inputResponses`, the outcome.
     fn ask(&mut self, id: Value, f: Flow, params: &Value, modern: bool) -> io::Result<()> {
+        if f == Flow::Logging {
+            return self.log_all_levels(id, params, modern);
+        }
         let caps = if modern {
             params.pointer(&format!("/_meta/{}", META_CAPS.replace('/', "~1")))
         } else {
@@ -345,6 +350,36 @@ impl<W: Write> Serve<W> {
         let qid = Value::from(format!("witness-{}-{}", f.name(), self.state.questions));
         self.state.asked.push((qid.clone(), id, f));
         self.send(json!({"jsonrpc": "2.0", "id": qid, "method": f.method(), "params": f.request_params()}))
+    }
+
+    /// The logging flow: one `notifications/message` per level at or above the client's
+    /// level (legacy: `logging/setLevel`, all eight if none was set; modern: the request's
+    /// `_meta` logLevel, none without it), then the call's result naming what was sent.
+    fn log_all_levels(&mut self, id: Value, params: &Value, modern: bool) -> io::Result<()> {
+        let level = if modern {
+            params
+                .pointer(&format!("/_meta/{}", META_LOG_LEVEL.replace('/', "~1")))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        } else {
+            Some(self.state.log_level.clone().unwrap_or_else(|| "debug".into()))
+        };
+        let from = level.as_deref().and_then(|l| LEVELS.iter().position(|x| *x == l));
+        let sent: Vec<&str> = from.map_or(Vec::new(), |i| LEVELS[i..].to_vec());
+        for l in &sent {
+            self.send(json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": l, "logger": "mcp-witness", "data": format!("a message at level {l}")}}))?;
+        }
+        let text = if sent.is_empty() {
+            "sent 0 messages: the request did not opt in with a log level".to_string()
+        } else {
+            format!("sent {} message(s): {}", sent.len(), sent.join(", "))
+        };
+        self.reply(
+            id,
+            Ok(json!({"content": [{"type": "text", "text": text}]})),
+            modern,
+        )
     }
 
     /// A response from the client: if it answers a flow question, the waiting call is answered.
@@ -472,6 +507,7 @@ impl<W: Write> Serve<W> {
                         "tools": {"listChanged": true},
                         "resources": {"listChanged": true},
                         "prompts": {"listChanged": true},
+                        "logging": {},
                     },
                     "serverInfo": server_info(),
                     "instructions": "Instrumented server of mcp-witness: every message is logged to test how the client handles list_changed notifications.",
@@ -483,12 +519,20 @@ impl<W: Write> Serve<W> {
                     "tools": {"listChanged": true},
                     "resources": {"listChanged": true},
                     "prompts": {"listChanged": true},
+                    "logging": {},
                 },
                 "instructions": "Instrumented server of mcp-witness: every message is logged to test how the client handles list_changed notifications.",
                 "ttlMs": 300_000,
                 "cacheScope": "public",
             })),
             "ping" => Ok(json!({})),
+            "logging/setLevel" => match params.get("level").and_then(Value::as_str) {
+                Some(l) if LEVELS.contains(&l) => {
+                    self.state.log_level = Some(l.to_string());
+                    Ok(json!({}))
+                }
+                _ => Err((-32602, format!("level must be one of {}", LEVELS.join(", ")))),
+            },
             "tools/list" => Ok(json!({"tools": self.tools()})),
             "resources/list" => {
                 let uri = self.state.current(Domain::Resources);
@@ -626,6 +670,20 @@ impl<W: Write> Serve<W> {
         Value::Array(tools)
     }
 }
+
+/// The eight log levels, least severe first.
+pub const LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+/// The modern per-request log level.
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 
 /// Questions of the legacy flows open at once.
 const MAX_ASKED: usize = 16;
