@@ -117,12 +117,13 @@ fn drive_all_passes_against_serve() {
         "elicitation",
         "sampling",
         "logging",
+        "completion",
     ] {
         assert!(run.stdout.contains(&format!("## Domain: {d}")), "{}", run.stdout);
     }
     assert_eq!(
         run.stdout.matches("**Verdict: handled**").count(),
-        4,
+        5,
         "{}",
         run.stdout
     );
@@ -233,7 +234,7 @@ fn a_client_that_stops_half_way_is_incomplete() {
     // `all` covers the flows too: never asked for in this session, they are not counted.
     assert_eq!(
         run.stdout.matches("**Verdict: not exercised**").count(),
-        4,
+        5,
         "{}",
         run.stdout
     );
@@ -1237,4 +1238,75 @@ fn logging_follows_the_level_a_legacy_client_set_and_a_modern_client_that_never_
         run.stdout
     );
     assert!(run.stdout.contains("**Verdict: not declared**"), "{}", run.stdout);
+}
+
+#[test]
+fn drive_passes_completion_in_both_eras_with_context_arguments() {
+    let dir = TempDir::new("drive-completion");
+    let run = witness(&dir, &["drive", "--domain", "completion", "--era", "both"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout
+            .matches("| Did a request carry `context.arguments` (the arguments already chosen)? | yes |")
+            .count(),
+        2,
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout
+            .matches("| yes: framework=actix, language=rust |")
+            .count(),
+        2,
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.matches("**Verdict: handled**").count(),
+        2,
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_client_that_completes_but_fetches_the_prompt_with_its_own_values_did_not_use_a_suggestion() {
+    let dir = TempDir::new("completion-unused");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("own-values");
+    let r = c.request(
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "witness_complete_prompt"},
+               "argument": {"name": "language", "value": "py"}}),
+    );
+    assert_eq!(r["result"]["completion"]["values"], json!(["python"]), "{r}");
+    // Without context.arguments the framework has nothing to go on.
+    let r = c.request(
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "witness_complete_prompt"},
+               "argument": {"name": "framework", "value": ""}}),
+    );
+    assert_eq!(r["result"]["completion"]["values"], json!([]), "{r}");
+    let got = c.request(
+        "prompts/get",
+        json!({"name": "witness_complete_prompt", "arguments": {"language": "cobol", "framework": "none"}}),
+    );
+    assert_eq!(got["error"]["code"], -32602, "{got}");
+    c.finish();
+
+    let run = analyze(&dir, &log, "completion");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("| Did a request carry `context.arguments` (the arguments already chosen)? | no |"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("**Verdict: not handled** (Q4: the prompt was fetched without a suggested value)"),
+        "{}",
+        run.stdout
+    );
 }

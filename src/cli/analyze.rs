@@ -17,6 +17,7 @@ pub enum KitDomain {
     Elicitation,
     Sampling,
     Logging,
+    Completion,
     All,
 }
 
@@ -31,6 +32,7 @@ impl KitDomain {
             KitDomain::Elicitation => (vec![], vec![Flow::Elicitation]),
             KitDomain::Sampling => (vec![], vec![Flow::Sampling]),
             KitDomain::Logging => (vec![], vec![Flow::Logging]),
+            KitDomain::Completion => (vec![], vec![Flow::Completion]),
             KitDomain::All => (Domain::ALL.to_vec(), Flow::ALL.to_vec()),
         }
     }

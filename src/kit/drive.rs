@@ -467,6 +467,8 @@ pub fn drive_flow(f: Flow, era: Era) -> DomainRun {
     };
     if f == Flow::Logging {
         drive_logging(&mut rpc, era, info, &mut step);
+    } else if f == Flow::Completion {
+        drive_completion(&mut rpc, era, info, &mut step);
     } else {
         match era {
             Era::Legacy => {
@@ -599,5 +601,90 @@ fn drive_logging(rpc: &mut Rpc, era: Era, info: Value, step: &mut impl FnMut(&st
         "the session goes on (status answered)",
         succeeded(&s),
         describe(&s),
+    );
+}
+
+/// The completion flow as a correct client runs it: completes `language` from a prefix, then
+/// `framework` with `context.arguments` naming the language chosen, then fetches the prompt
+/// with the suggested values.
+fn drive_completion(rpc: &mut Rpc, era: Era, info: Value, step: &mut impl FnMut(&str, bool, String) -> bool) {
+    let meta = match era {
+        Era::Legacy => {
+            let init = rpc.request(
+                "initialize",
+                Some(json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": info})),
+                TIMEOUT,
+            );
+            let completes =
+                matches!(&init, Ok(Reply::Result(v)) if v.pointer("/capabilities/completions").is_some());
+            if !step(
+                "initialize (server declares completions)",
+                completes,
+                describe(&init),
+            ) {
+                return;
+            }
+            rpc.notify("notifications/initialized", None);
+            None
+        }
+        Era::Modern => Some(json!({
+            crate::mcp::meta::PROTOCOL_VERSION: crate::mcp::DEFAULT_MODERN,
+            crate::mcp::meta::CLIENT_CAPABILITIES: {},
+            crate::mcp::meta::CLIENT_INFO: info,
+        })),
+    };
+    let req = |rpc: &mut Rpc, method: &str, mut params: Value| {
+        if let Some(m) = &meta {
+            params["_meta"] = m.clone();
+        }
+        rpc.request(method, Some(params), TIMEOUT)
+    };
+    let prompt = super::flow::COMPLETE_PROMPT;
+    let values = |r: &Result<Reply, crate::rpc::NoReply>| -> Vec<String> {
+        match r {
+            Ok(Reply::Result(v)) => v
+                .pointer("/completion/values")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    };
+    let r = req(
+        rpc,
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": prompt}, "argument": {"name": "language", "value": "ru"}}),
+    );
+    let languages = values(&r);
+    if !step(
+        "completion/complete language `ru` suggests rust",
+        languages == ["rust"],
+        describe(&r),
+    ) {
+        return;
+    }
+    let r = req(
+        rpc,
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": prompt}, "argument": {"name": "framework", "value": ""},
+            "context": {"arguments": {"language": "rust"}}}),
+    );
+    let frameworks = values(&r);
+    if !step(
+        "completion/complete framework with context.arguments language=rust suggests rust frameworks",
+        frameworks == ["actix", "axum"],
+        describe(&r),
+    ) {
+        return;
+    }
+    let r = req(
+        rpc,
+        "prompts/get",
+        json!({"name": prompt, "arguments": {"language": "rust", "framework": frameworks[0]}}),
+    );
+    step(
+        "prompts/get with the suggested values succeeds",
+        succeeded(&r),
+        describe(&r),
     );
 }

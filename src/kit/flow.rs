@@ -1,5 +1,7 @@
 //! The flows of the client kit beyond list_changed, each a domain of serve, drive and
-//! analyze: `roots`, `elicitation` (form mode) and `sampling`. For each: what `serve` asks (legacy: a
+//! analyze: `roots`, `elicitation` (form mode), `sampling`, `logging` and `completion` (the
+//! last two are no questions to the client: serve logs at every level, or offers argument
+//! completions for a prompt, and analyze judges what the client did with them). For each: what `serve` asks (legacy: a
 //! server request while the call of the flow's ask tool stays open; 2026-07-28: the tool
 //! result is `input_required` with `inputRequests` and a `requestState`), the answer the
 //! control client gives, and how `analyze` judges the client's answer from the log.
@@ -15,13 +17,22 @@ pub enum Flow {
     Elicitation,
     Sampling,
     Logging,
+    Completion,
 }
 
 /// Bound on a name or URI quoted from a client's answer.
 const QUOTE: usize = 120;
 
 impl Flow {
-    pub const ALL: [Flow; 4] = [Flow::Roots, Flow::Elicitation, Flow::Sampling, Flow::Logging];
+    pub const ALL: [Flow; 5] = [
+        Flow::Roots,
+        Flow::Elicitation,
+        Flow::Sampling,
+        Flow::Logging,
+        Flow::Completion,
+    ];
+    /// The flows with a tool of serve that starts them.
+    pub const WITH_TOOL: [Flow; 4] = [Flow::Roots, Flow::Elicitation, Flow::Sampling, Flow::Logging];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -29,6 +40,7 @@ impl Flow {
             Flow::Elicitation => "elicitation",
             Flow::Sampling => "sampling",
             Flow::Logging => "logging",
+            Flow::Completion => "completion",
         }
     }
 
@@ -39,6 +51,8 @@ impl Flow {
             Flow::Elicitation => "witness_ask_elicitation",
             Flow::Sampling => "witness_ask_sampling",
             Flow::Logging => "witness_log_all_levels",
+            // No tool: the prompt whose arguments complete.
+            Flow::Completion => COMPLETE_PROMPT,
         }
     }
 
@@ -50,6 +64,7 @@ impl Flow {
             Flow::Sampling => "sampling/createMessage",
             // Not a question: what the server sends.
             Flow::Logging => "notifications/message",
+            Flow::Completion => "completion/complete",
         }
     }
 
@@ -72,7 +87,7 @@ impl Flow {
                 "messages": [{"role": "user", "content": {"type": "text", "text": "Say one word, any word."}}],
                 "maxTokens": 32,
             }),
-            Flow::Logging => json!({}),
+            Flow::Logging | Flow::Completion => json!({}),
         }
     }
 
@@ -81,7 +96,7 @@ impl Flow {
         match self {
             Flow::Roots => json!({"listChanged": true}),
             Flow::Elicitation => json!({"form": {}}),
-            Flow::Sampling | Flow::Logging => json!({}),
+            Flow::Sampling | Flow::Logging | Flow::Completion => json!({}),
         }
     }
 
@@ -94,7 +109,7 @@ impl Flow {
             Flow::Elicitation => json!({"action": "accept", "content": {"name": "witness", "count": 1}}),
             Flow::Sampling => json!({"role": "assistant", "content": {"type": "text", "text": "witness"},
                 "model": "mcp-witness-drive", "stopReason": "endTurn"}),
-            Flow::Logging => json!({}),
+            Flow::Logging | Flow::Completion => json!({}),
         }
     }
 
@@ -115,6 +130,9 @@ impl Flow {
             Flow::Logging => {
                 "Sends one notifications/message per log level at or above the client's (legacy: logging/setLevel; 2026-07-28: the request's _meta logLevel)."
             }
+            Flow::Completion => {
+                "A prompt whose arguments complete: language, then framework given the language."
+            }
         }
     }
 
@@ -131,7 +149,7 @@ impl Flow {
                 let lc = cap.get("listChanged").and_then(Value::as_bool) == Some(true);
                 (true, format!("yes, `roots` with listChanged {lc}"))
             }
-            Flow::Logging => (true, "no client capability is needed".into()),
+            Flow::Logging | Flow::Completion => (true, "no client capability is needed".into()),
             Flow::Elicitation => {
                 // An empty `elicitation: {}` means form mode (2025-11-25).
                 let form = cap
@@ -172,7 +190,7 @@ impl Flow {
     /// Judges the client's result: a summary, or why it is not a valid answer.
     pub fn check_answer(self, result: &Value) -> Result<String, String> {
         match self {
-            Flow::Logging => Ok("nothing to answer".into()),
+            Flow::Logging | Flow::Completion => Ok("nothing to answer".into()),
             Flow::Roots => {
                 let roots = result
                     .get("roots")
@@ -333,6 +351,9 @@ fn reply(e: &[Entry], req: usize, dir: &str) -> Option<usize> {
 /// Judges one flow in the entries of one session. `caps` are the capabilities of the
 /// session's handshake (legacy `initialize`), if any.
 pub fn analyze(e: &[Entry], f: Flow, legacy_caps: Option<&Value>) -> FlowReport {
+    if f == Flow::Completion {
+        return completion(e);
+    }
     let mut rows = Vec::new();
     let mut row = |q: String, a: String, evidence: Option<(usize, String)>| {
         rows.push(Row {
@@ -649,6 +670,167 @@ fn logging(e: &[Entry], ask: usize, mut rows: Vec<Row>) -> FlowReport {
     };
     FlowReport {
         flow: Flow::Logging,
+        rows,
+        verdict,
+        meaning,
+    }
+}
+
+/// The prompt of serve whose arguments complete.
+pub const COMPLETE_PROMPT: &str = "witness_complete_prompt";
+
+/// The completions serve offers for an argument of [`COMPLETE_PROMPT`], given the other
+/// arguments already chosen (`context.arguments`), filtered by the prefix typed.
+pub fn completions(argument: &str, prefix: &str, context: Option<&Value>) -> Vec<&'static str> {
+    let all: &[&str] = match argument {
+        "language" => &["python", "rust", "typescript"],
+        "framework" => match context.and_then(|c| c.get("language")).and_then(Value::as_str) {
+            Some("python") => &["django", "flask"],
+            Some("rust") => &["actix", "axum"],
+            Some("typescript") => &["express", "nest"],
+            _ => &[],
+        },
+        _ => &[],
+    };
+    all.iter().copied().filter(|v| v.starts_with(prefix)).collect()
+}
+
+/// The completion flow in one session: which arguments the client completed (with
+/// `context.arguments`?), and whether its `prompts/get` used a suggested value.
+fn completion(e: &[Entry]) -> FlowReport {
+    let mut rows = Vec::new();
+    let mut row = |q: String, a: String, evidence: Option<(usize, String)>| {
+        rows.push(Row {
+            question: q,
+            answer: a,
+            evidence,
+        });
+        rows.len()
+    };
+    let for_prompt = |x: &Entry| {
+        x.dir == "in"
+            && method(x) == Some("completion/complete")
+            && id(x).is_some()
+            && params(x)
+                .and_then(|p| p.get("ref"))
+                .and_then(|r| r.get("name"))
+                .and_then(Value::as_str)
+                == Some(COMPLETE_PROMPT)
+    };
+    let asks: Vec<usize> = (0..e.len()).filter(|&i| for_prompt(&e[i])).collect();
+    row(
+        format!("Did the client send `completion/complete` for `{COMPLETE_PROMPT}`?"),
+        if asks.is_empty() {
+            "no".into()
+        } else {
+            format!("yes, {} time(s)", asks.len())
+        },
+        ev(e, asks.first().copied()),
+    );
+    if asks.is_empty() {
+        return FlowReport {
+            flow: Flow::Completion,
+            rows,
+            verdict: FlowVerdict::NotExercised,
+            meaning: "No completion was asked for in this session.".into(),
+        };
+    }
+    let with_context = asks.iter().copied().find(|&i| {
+        params(&e[i])
+            .and_then(|p| p.pointer("/context/arguments"))
+            .is_some_and(Value::is_object)
+    });
+    row(
+        "Did a request carry `context.arguments` (the arguments already chosen)?".into(),
+        if with_context.is_some() {
+            "yes".into()
+        } else {
+            "no".into()
+        },
+        ev(e, with_context),
+    );
+    // Every value suggested, per argument name.
+    let mut suggested: Vec<(String, String)> = Vec::new();
+    for &i in &asks {
+        let arg = params(&e[i])
+            .and_then(|p| p.pointer("/argument/name"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if let Some(r) = reply(e, i, "out")
+            && let Some(values) = e[r]
+                .msg
+                .as_ref()
+                .and_then(|m| m.pointer("/result/completion/values"))
+                .and_then(Value::as_array)
+        {
+            for v in values.iter().filter_map(Value::as_str) {
+                suggested.push((arg.to_string(), v.to_string()));
+            }
+        }
+    }
+    row(
+        "Which values did the server suggest?".into(),
+        if suggested.is_empty() {
+            "none".into()
+        } else {
+            suggested
+                .iter()
+                .map(|(a, v)| format!("{a}={v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+        ev(e, asks.first().and_then(|&i| reply(e, i, "out"))),
+    );
+    let last = *asks.last().unwrap_or(&0);
+    let get = (last..e.len()).find(|&i| {
+        e[i].dir == "in"
+            && method(&e[i]) == Some("prompts/get")
+            && params(&e[i]).and_then(|p| p.get("name")).and_then(Value::as_str) == Some(COMPLETE_PROMPT)
+    });
+    let used: Vec<String> = get
+        .and_then(|g| params(&e[g])?.get("arguments")?.as_object().cloned())
+        .map(|args| {
+            args.iter()
+                .filter_map(|(k, v)| {
+                    let v = v.as_str()?;
+                    suggested
+                        .iter()
+                        .any(|(a, s)| a == k && s == v)
+                        .then(|| format!("{k}={v}"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let q_used = row(
+        format!("Did the client's `prompts/get {COMPLETE_PROMPT}` use a suggested value?"),
+        match (get, used.is_empty()) {
+            (None, _) => "no `prompts/get` after the completions".into(),
+            (Some(_), true) => "no suggested value in its arguments".into(),
+            (Some(_), false) => format!("yes: {}", used.join(", ")),
+        },
+        ev(e, get),
+    );
+    let (verdict, meaning) = match (get, used.is_empty()) {
+        (Some(_), false) => (
+            FlowVerdict::Handled,
+            "The client asked for completions and used a suggested value.".to_string(),
+        ),
+        (Some(_), true) => (
+            FlowVerdict::NotHandled {
+                question: q_used,
+                why: "the prompt was fetched without a suggested value".into(),
+            },
+            "The client asked for completions but did not use any.".into(),
+        ),
+        (None, _) => (
+            FlowVerdict::Incomplete {
+                missing: format!("Q{q_used}: no prompts/get after the completions"),
+            },
+            "The session ended before the prompt was fetched.".into(),
+        ),
+    };
+    FlowReport {
+        flow: Flow::Completion,
         rows,
         verdict,
         meaning,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::flow::Flow;
+use super::flow::{self, COMPLETE_PROMPT, Flow};
 use super::{Domain, STATUS_TOOL};
 use crate::wire::framing::{self, Frame, LineKind, Splitter};
 
@@ -264,7 +264,7 @@ impl<W: Write> Serve<W> {
                 .mark("session", json!({"pid": std::process::id(), "era": era}));
         }
         if method == "tools/call"
-            && let Some(f) = Flow::ALL
+            && let Some(f) = Flow::WITH_TOOL
                 .into_iter()
                 .find(|f| params.get("name").and_then(Value::as_str) == Some(f.ask_tool()))
         {
@@ -508,6 +508,7 @@ impl<W: Write> Serve<W> {
                         "resources": {"listChanged": true},
                         "prompts": {"listChanged": true},
                         "logging": {},
+                        "completions": {},
                     },
                     "serverInfo": server_info(),
                     "instructions": "Instrumented server of mcp-witness: every message is logged to test how the client handles list_changed notifications.",
@@ -520,6 +521,7 @@ impl<W: Write> Serve<W> {
                     "resources": {"listChanged": true},
                     "prompts": {"listChanged": true},
                     "logging": {},
+                    "completions": {},
                 },
                 "instructions": "Instrumented server of mcp-witness: every message is logged to test how the client handles list_changed notifications.",
                 "ttlMs": 300_000,
@@ -547,9 +549,28 @@ impl<W: Write> Serve<W> {
                 } else {
                     "alpha"
                 };
-                Ok(
-                    json!({"prompts": [{"name": name, "description": format!("The {which} prompt of mcp-witness serve")}]}),
-                )
+                Ok(json!({"prompts": [
+                    {"name": name, "description": format!("The {which} prompt of mcp-witness serve")},
+                    {"name": COMPLETE_PROMPT, "description": Flow::Completion.tool_description(),
+                     "arguments": [{"name": "language", "required": true}, {"name": "framework", "required": true}]},
+                ]}))
+            }
+            "completion/complete" => {
+                let prompt = params.pointer("/ref/type").and_then(Value::as_str) == Some("ref/prompt")
+                    && params.pointer("/ref/name").and_then(Value::as_str) == Some(COMPLETE_PROMPT);
+                let arg = params.pointer("/argument/name").and_then(Value::as_str);
+                let prefix = params.pointer("/argument/value").and_then(Value::as_str);
+                match (prompt, arg, prefix) {
+                    (true, Some(a), Some(p)) => {
+                        let values = flow::completions(a, p, params.pointer("/context/arguments"));
+                        Ok(json!({"completion": {"values": values, "total": values.len(), "hasMore": false}}))
+                    }
+                    (false, _, _) => Err((
+                        -32602,
+                        format!("no completions: ref must be {{type: ref/prompt, name: {COMPLETE_PROMPT}}}"),
+                    )),
+                    _ => Err((-32602, "argument must have a string name and value".into())),
+                }
             }
             "resources/read" => {
                 let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
@@ -563,6 +584,24 @@ impl<W: Write> Serve<W> {
                         "text": format!("I am the {which} resource")}]}))
                 } else {
                     Err((-32002, format!("Resource not found: {uri}")))
+                }
+            }
+            "prompts/get" if params.get("name").and_then(Value::as_str) == Some(COMPLETE_PROMPT) => {
+                let arg = |k: &str| params.pointer(&format!("/arguments/{k}")).and_then(Value::as_str);
+                let (language, framework) = (arg("language").unwrap_or(""), arg("framework").unwrap_or(""));
+                let ctx = json!({"language": language});
+                if flow::completions("language", language, None).contains(&language)
+                    && flow::completions("framework", framework, Some(&ctx)).contains(&framework)
+                {
+                    Ok(
+                        json!({"description": "A prompt built from completed arguments", "messages": [
+                        {"role": "user", "content": {"type": "text", "text": format!("Write {framework} code in {language}.")}}]}),
+                    )
+                } else {
+                    Err((
+                        -32602,
+                        "language and framework must be values the completions offer".into(),
+                    ))
                 }
             }
             "prompts/get" => {
@@ -659,7 +698,7 @@ impl<W: Write> Serve<W> {
                 "description": format!("Removes the alpha {} item, adds the beta one and sends {}.", d.name(), d.notification()),
                 "inputSchema": none}));
         }
-        for f in Flow::ALL {
+        for f in Flow::WITH_TOOL {
             tools.push(
                 json!({"name": f.ask_tool(), "description": f.tool_description(), "inputSchema": none}),
             );
