@@ -118,12 +118,13 @@ fn drive_all_passes_against_serve() {
         "sampling",
         "logging",
         "completion",
+        "subscriptions",
     ] {
         assert!(run.stdout.contains(&format!("## Domain: {d}")), "{}", run.stdout);
     }
     assert_eq!(
         run.stdout.matches("**Verdict: handled**").count(),
-        5,
+        6,
         "{}",
         run.stdout
     );
@@ -234,7 +235,7 @@ fn a_client_that_stops_half_way_is_incomplete() {
     // `all` covers the flows too: never asked for in this session, they are not counted.
     assert_eq!(
         run.stdout.matches("**Verdict: not exercised**").count(),
-        5,
+        6,
         "{}",
         run.stdout
     );
@@ -1306,6 +1307,63 @@ fn a_client_that_completes_but_fetches_the_prompt_with_its_own_values_did_not_us
     assert!(
         run.stdout
             .contains("**Verdict: not handled** (Q4: the prompt was fetched without a suggested value)"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn drive_passes_subscriptions_in_both_eras() {
+    let dir = TempDir::new("drive-subscriptions");
+    let run = witness(&dir, &["drive", "--domain", "subscriptions", "--era", "both"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("| yes, with `resources/subscribe` |"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("| yes, with `subscriptions/listen` |"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.matches("after: `count 1` |").count(),
+        2,
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.matches("**Verdict: handled**").count(),
+        2,
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_client_that_subscribes_but_ignores_the_update_does_not_handle_subscriptions() {
+    let dir = TempDir::new("subscription-ignored");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("deaf");
+    let sub = c.request("resources/subscribe", json!({"uri": "probe://counter"}));
+    assert_eq!(sub["result"], json!({}), "{sub}");
+    let other = c.request("resources/subscribe", json!({"uri": "probe://alpha"}));
+    assert_eq!(
+        other["error"]["code"], -32602,
+        "only the counter changes: {other}"
+    );
+    c.call("witness_touch_resource");
+    c.call("witness_status");
+    assert_eq!(c.notifications, ["notifications/resources/updated"]);
+    c.finish();
+    let run = analyze(&dir, &log, "subscriptions");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout.contains(
+            "**Verdict: not handled** (Q4: the client went on without re-reading the updated resource)"
+        ),
         "{}",
         run.stdout
     );

@@ -18,6 +18,7 @@ pub enum KitDomain {
     Sampling,
     Logging,
     Completion,
+    Subscriptions,
     All,
 }
 
@@ -33,6 +34,7 @@ impl KitDomain {
             KitDomain::Sampling => (vec![], vec![Flow::Sampling]),
             KitDomain::Logging => (vec![], vec![Flow::Logging]),
             KitDomain::Completion => (vec![], vec![Flow::Completion]),
+            KitDomain::Subscriptions => (vec![], vec![Flow::Subscriptions]),
             KitDomain::All => (Domain::ALL.to_vec(), Flow::ALL.to_vec()),
         }
     }

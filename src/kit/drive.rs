@@ -469,6 +469,8 @@ pub fn drive_flow(f: Flow, era: Era) -> DomainRun {
         drive_logging(&mut rpc, era, info, &mut step);
     } else if f == Flow::Completion {
         drive_completion(&mut rpc, era, info, &mut step);
+    } else if f == Flow::Subscriptions {
+        drive_subscriptions(&mut rpc, era, info, &mut step);
     } else {
         match era {
             Era::Legacy => {
@@ -687,4 +689,124 @@ fn drive_completion(rpc: &mut Rpc, era: Era, info: Value, step: &mut impl FnMut(
         succeeded(&r),
         describe(&r),
     );
+}
+
+/// Waits (bounded) until a notification named `method` has been seen; how many were.
+fn wait_for_notification(rpc: &mut Rpc, method: &str, wait: Duration) -> usize {
+    let start = Instant::now();
+    let count = |rpc: &Rpc| rpc.traffic.notifications.iter().filter(|n| *n == method).count();
+    while count(rpc) == 0 && start.elapsed() < wait {
+        let slice = wait
+            .saturating_sub(start.elapsed())
+            .min(Duration::from_millis(10));
+        let _ = rpc.wait_reply(&|_| false, slice);
+    }
+    count(rpc)
+}
+
+/// The subscriptions flow as a correct client runs it: subscribes to the counter resource
+/// (legacy `resources/subscribe`; modern `subscriptions/listen` with `resourceSubscriptions`),
+/// touches it, waits for `notifications/resources/updated`, re-reads it, unsubscribes.
+fn drive_subscriptions(
+    rpc: &mut Rpc,
+    era: Era,
+    info: Value,
+    step: &mut impl FnMut(&str, bool, String) -> bool,
+) {
+    let counter = super::serve::COUNTER;
+    let meta = match era {
+        Era::Legacy => {
+            let init = rpc.request(
+                "initialize",
+                Some(json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": info})),
+                TIMEOUT,
+            );
+            let subscribable = matches!(&init, Ok(Reply::Result(v))
+                if v.pointer("/capabilities/resources/subscribe") == Some(&Value::Bool(true)));
+            if !step(
+                "initialize (server declares resources.subscribe)",
+                subscribable,
+                describe(&init),
+            ) {
+                return;
+            }
+            rpc.notify("notifications/initialized", None);
+            let sub = rpc.request("resources/subscribe", Some(json!({"uri": counter})), TIMEOUT);
+            if !step(
+                &format!("resources/subscribe {counter}"),
+                succeeded(&sub),
+                describe(&sub),
+            ) {
+                return;
+            }
+            None
+        }
+        Era::Modern => Some(json!({
+            crate::mcp::meta::PROTOCOL_VERSION: crate::mcp::DEFAULT_MODERN,
+            crate::mcp::meta::CLIENT_CAPABILITIES: {},
+            crate::mcp::meta::CLIENT_INFO: info,
+        })),
+    };
+    let with_meta = |mut p: Value| {
+        if let Some(m) = &meta {
+            p["_meta"] = m.clone();
+        }
+        p
+    };
+    let mut listen = None;
+    if meta.is_some() {
+        let params = with_meta(json!({"notifications": {"resourceSubscriptions": [counter]}}));
+        listen = rpc.request_nowait("subscriptions/listen", Some(params));
+        let acks = wait_for_notification(rpc, "notifications/subscriptions/acknowledged", NOTIFY_WAIT);
+        if !step(
+            &format!("subscriptions/listen resourceSubscriptions [{counter}] is acknowledged"),
+            listen.is_some() && acks == 1,
+            format!("{acks} acknowledgement(s)"),
+        ) {
+            return;
+        }
+    }
+    rpc.traffic.notifications.clear();
+    let touch = rpc.request(
+        "tools/call",
+        Some(with_meta(
+            json!({"name": Flow::Subscriptions.ask_tool(), "arguments": {}}),
+        )),
+        TIMEOUT,
+    );
+    if !step(
+        "witness_touch_resource succeeds",
+        succeeded(&touch),
+        describe(&touch),
+    ) {
+        return;
+    }
+    let got = wait_for_notification(rpc, "notifications/resources/updated", NOTIFY_WAIT);
+    if !step(
+        "notifications/resources/updated arrives once",
+        got == 1,
+        format!("{got}"),
+    ) {
+        return;
+    }
+    let read = rpc.request(
+        "resources/read",
+        Some(with_meta(json!({"uri": counter}))),
+        TIMEOUT,
+    );
+    let fresh = matches!(&read, Ok(Reply::Result(v))
+        if v.pointer("/contents/0/text") == Some(&Value::from("count 1")));
+    step("the re-read has the new text (count 1)", fresh, describe(&read));
+    match listen {
+        Some(id) => {
+            rpc.notify(
+                "notifications/cancelled",
+                Some(json!({"requestId": id, "reason": "drive done"})),
+            );
+        }
+        None => {
+            let un = rpc.request("resources/unsubscribe", Some(json!({"uri": counter})), TIMEOUT);
+            step("resources/unsubscribe", succeeded(&un), describe(&un));
+        }
+    }
 }

@@ -18,21 +18,29 @@ pub enum Flow {
     Sampling,
     Logging,
     Completion,
+    Subscriptions,
 }
 
 /// Bound on a name or URI quoted from a client's answer.
 const QUOTE: usize = 120;
 
 impl Flow {
-    pub const ALL: [Flow; 5] = [
+    pub const ALL: [Flow; 6] = [
         Flow::Roots,
         Flow::Elicitation,
         Flow::Sampling,
         Flow::Logging,
         Flow::Completion,
+        Flow::Subscriptions,
     ];
     /// The flows with a tool of serve that starts them.
-    pub const WITH_TOOL: [Flow; 4] = [Flow::Roots, Flow::Elicitation, Flow::Sampling, Flow::Logging];
+    pub const WITH_TOOL: [Flow; 5] = [
+        Flow::Roots,
+        Flow::Elicitation,
+        Flow::Sampling,
+        Flow::Logging,
+        Flow::Subscriptions,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -41,6 +49,7 @@ impl Flow {
             Flow::Sampling => "sampling",
             Flow::Logging => "logging",
             Flow::Completion => "completion",
+            Flow::Subscriptions => "subscriptions",
         }
     }
 
@@ -53,6 +62,7 @@ impl Flow {
             Flow::Logging => "witness_log_all_levels",
             // No tool: the prompt whose arguments complete.
             Flow::Completion => COMPLETE_PROMPT,
+            Flow::Subscriptions => "witness_touch_resource",
         }
     }
 
@@ -65,6 +75,7 @@ impl Flow {
             // Not a question: what the server sends.
             Flow::Logging => "notifications/message",
             Flow::Completion => "completion/complete",
+            Flow::Subscriptions => "notifications/resources/updated",
         }
     }
 
@@ -87,7 +98,7 @@ impl Flow {
                 "messages": [{"role": "user", "content": {"type": "text", "text": "Say one word, any word."}}],
                 "maxTokens": 32,
             }),
-            Flow::Logging | Flow::Completion => json!({}),
+            Flow::Logging | Flow::Completion | Flow::Subscriptions => json!({}),
         }
     }
 
@@ -96,7 +107,7 @@ impl Flow {
         match self {
             Flow::Roots => json!({"listChanged": true}),
             Flow::Elicitation => json!({"form": {}}),
-            Flow::Sampling | Flow::Logging | Flow::Completion => json!({}),
+            Flow::Sampling | Flow::Logging | Flow::Completion | Flow::Subscriptions => json!({}),
         }
     }
 
@@ -109,7 +120,7 @@ impl Flow {
             Flow::Elicitation => json!({"action": "accept", "content": {"name": "witness", "count": 1}}),
             Flow::Sampling => json!({"role": "assistant", "content": {"type": "text", "text": "witness"},
                 "model": "mcp-witness-drive", "stopReason": "endTurn"}),
-            Flow::Logging | Flow::Completion => json!({}),
+            Flow::Logging | Flow::Completion | Flow::Subscriptions => json!({}),
         }
     }
 
@@ -133,6 +144,9 @@ impl Flow {
             Flow::Completion => {
                 "A prompt whose arguments complete: language, then framework given the language."
             }
+            Flow::Subscriptions => {
+                "Adds one to probe://counter and sends notifications/resources/updated to its subscribers."
+            }
         }
     }
 
@@ -149,7 +163,9 @@ impl Flow {
                 let lc = cap.get("listChanged").and_then(Value::as_bool) == Some(true);
                 (true, format!("yes, `roots` with listChanged {lc}"))
             }
-            Flow::Logging | Flow::Completion => (true, "no client capability is needed".into()),
+            Flow::Logging | Flow::Completion | Flow::Subscriptions => {
+                (true, "no client capability is needed".into())
+            }
             Flow::Elicitation => {
                 // An empty `elicitation: {}` means form mode (2025-11-25).
                 let form = cap
@@ -190,7 +206,7 @@ impl Flow {
     /// Judges the client's result: a summary, or why it is not a valid answer.
     pub fn check_answer(self, result: &Value) -> Result<String, String> {
         match self {
-            Flow::Logging | Flow::Completion => Ok("nothing to answer".into()),
+            Flow::Logging | Flow::Completion | Flow::Subscriptions => Ok("nothing to answer".into()),
             Flow::Roots => {
                 let roots = result
                     .get("roots")
@@ -385,6 +401,9 @@ pub fn analyze(e: &[Entry], f: Flow, legacy_caps: Option<&Value>) -> FlowReport 
     };
     if f == Flow::Logging {
         return logging(e, ask, rows);
+    }
+    if f == Flow::Subscriptions {
+        return subscriptions(e, ask, rows);
     }
     let modern_caps = params(&e[ask])
         .and_then(|p| p.get("_meta"))
@@ -831,6 +850,133 @@ fn completion(e: &[Entry]) -> FlowReport {
     };
     FlowReport {
         flow: Flow::Completion,
+        rows,
+        verdict,
+        meaning,
+    }
+}
+
+/// The subscriptions flow in one session: subscribed to the counter (legacy
+/// `resources/subscribe`; modern `subscriptions/listen` with `resourceSubscriptions`), told of
+/// the update, re-read it with the new text, unsubscribed.
+fn subscriptions(e: &[Entry], ask: usize, mut rows: Vec<Row>) -> FlowReport {
+    let counter = super::serve::COUNTER;
+    let mut row = |q: String, a: String, evidence: Option<(usize, String)>| {
+        rows.push(Row {
+            question: q,
+            answer: a,
+            evidence,
+        });
+        rows.len()
+    };
+    let on_counter =
+        |x: &Entry| params(x).and_then(|p| p.get("uri")).and_then(Value::as_str) == Some(counter);
+    let sub = (0..ask).find(|&i| {
+        let x = &e[i];
+        x.dir == "in"
+            && id(x).is_some()
+            && ((method(x) == Some("resources/subscribe") && on_counter(x))
+                || (method(x) == Some("subscriptions/listen")
+                    && params(x)
+                        .and_then(|p| p.pointer("/notifications/resourceSubscriptions"))
+                        .and_then(Value::as_array)
+                        .is_some_and(|u| u.iter().any(|u| u.as_str() == Some(counter)))))
+    });
+    row(
+        format!("Did the client subscribe to `{counter}` before the touch?"),
+        sub.map_or("no".into(), |i| {
+            format!("yes, with `{}`", method(&e[i]).unwrap_or(""))
+        }),
+        ev(e, sub),
+    );
+    let updated = (ask..e.len()).find(|&i| {
+        e[i].dir == "out" && method(&e[i]) == Some("notifications/resources/updated") && on_counter(&e[i])
+    });
+    row(
+        "Did the server send `notifications/resources/updated` after the touch?".into(),
+        if updated.is_some() {
+            "yes".into()
+        } else {
+            "no".into()
+        },
+        ev(e, updated),
+    );
+    let reread = updated.and_then(|u| {
+        (u..e.len())
+            .find(|&i| e[i].dir == "in" && method(&e[i]) == Some("resources/read") && on_counter(&e[i]))
+    });
+    let text = reread.and_then(|r| reply(e, r, "out")).and_then(|r| {
+        e[r].msg
+            .as_ref()?
+            .pointer("/result/contents/0/text")?
+            .as_str()
+            .map(|t| crate::text::truncate(t, QUOTE))
+    });
+    let q_reread = row(
+        "Did the client re-read it after the update, and with which text?".into(),
+        match (reread, updated, &text) {
+            (Some(r), Some(u), Some(t)) => format!("yes, {} after: `{t}`", ms(e, u, r)),
+            (Some(r), Some(u), None) => format!("yes, {} after, no text in the reply", ms(e, u, r)),
+            _ => "no".into(),
+        },
+        ev(e, reread),
+    );
+    let unsub = sub.and_then(|s| {
+        let listen = id(&e[s]).cloned();
+        (s + 1..e.len()).find(|&i| {
+            let x = &e[i];
+            x.dir == "in"
+                && ((method(x) == Some("resources/unsubscribe") && on_counter(x))
+                    || (method(x) == Some("notifications/cancelled")
+                        && method(&e[s]) == Some("subscriptions/listen")
+                        && params(x).and_then(|p| p.get("requestId")) == listen.as_ref()))
+        })
+    });
+    row(
+        "Did the client unsubscribe (legacy `resources/unsubscribe`; modern: cancel the listen)?".into(),
+        if unsub.is_some() {
+            "yes".into()
+        } else {
+            "no".into()
+        },
+        ev(e, unsub),
+    );
+    let after = updated.is_some_and(|u| (u + 1..e.len()).any(|i| e[i].dir == "in" && id(&e[i]).is_some()));
+    let (verdict, meaning) = if sub.is_none() {
+        (
+            FlowVerdict::NotDeclared,
+            "The client did not subscribe to the resource, so no update was sent.".to_string(),
+        )
+    } else if updated.is_none() {
+        (
+            FlowVerdict::Incomplete {
+                missing: "no update in the log after the touch".into(),
+            },
+            "The log has no update after the touch.".into(),
+        )
+    } else if reread.is_some() {
+        (
+            FlowVerdict::Handled,
+            "The client subscribed, was told of the update and read the resource again.".into(),
+        )
+    } else if after {
+        (
+            FlowVerdict::NotHandled {
+                question: q_reread,
+                why: "the client went on without re-reading the updated resource".into(),
+            },
+            "The client subscribed but ignored the update.".into(),
+        )
+    } else {
+        (
+            FlowVerdict::Incomplete {
+                missing: format!("Q{q_reread}: the log ends after the update"),
+            },
+            "The session ended before the client could re-read.".into(),
+        )
+    };
+    FlowReport {
+        flow: Flow::Subscriptions,
         rows,
         verdict,
         meaning,

@@ -126,6 +126,8 @@ pub fn listen_field(d: Domain) -> &'static str {
 struct Listen {
     id: Value,
     wants: [bool; 3],
+    /// The stream subscribed to updates of the counter resource.
+    counter: bool,
 }
 
 /// Which set each domain is in, and who gets told when it changes.
@@ -144,6 +146,9 @@ struct State {
     questions: u64,
     /// The level set with `logging/setLevel` (legacy).
     log_level: Option<String>,
+    /// The counter resource's value, and whether a legacy client subscribed to it.
+    counter: u64,
+    subscribed: bool,
     listens: Vec<Listen>,
 }
 
@@ -298,6 +303,37 @@ impl<W: Write> Serve<W> {
         if f == Flow::Logging {
             return self.log_all_levels(id, params, modern);
         }
+        if f == Flow::Subscriptions {
+            // Adds one to the counter, answers, then tells every subscriber.
+            self.state.counter += 1;
+            let text = format!("{COUNTER} is now count {}", self.state.counter);
+            self.reply(
+                id,
+                Ok(json!({"content": [{"type": "text", "text": text}]})),
+                modern,
+            )?;
+            let updated = |tag: Option<&Value>| {
+                let mut p = json!({"uri": COUNTER});
+                if let Some(t) = tag {
+                    p["_meta"] = json!({ META_SUBSCRIPTION: t });
+                }
+                json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": p})
+            };
+            if self.state.subscribed {
+                self.send(updated(None))?;
+            }
+            let ids: Vec<Value> = self
+                .state
+                .listens
+                .iter()
+                .filter(|l| l.counter)
+                .map(|l| l.id.clone())
+                .collect();
+            for lid in ids {
+                self.send(updated(Some(&lid)))?;
+            }
+            return Ok(());
+        }
         let caps = if modern {
             params.pointer(&format!("/_meta/{}", META_CAPS.replace('/', "~1")))
         } else {
@@ -447,10 +483,18 @@ impl<W: Write> Serve<W> {
                 agreed.insert(field.into(), Value::Bool(true));
             }
         }
-        // resourceSubscriptions is not agreed to: this server has no resources.subscribe.
+        // Of resourceSubscriptions, only the counter resource is agreed to: it alone changes.
+        let counter = asked
+            .and_then(|a| a.get("resourceSubscriptions"))
+            .and_then(Value::as_array)
+            .is_some_and(|uris| uris.iter().any(|u| u.as_str() == Some(COUNTER)));
+        if counter {
+            agreed.insert("resourceSubscriptions".into(), json!([COUNTER]));
+        }
         self.state.listens.push(Listen {
             id: id.clone(),
             wants,
+            counter,
         });
         self.send(
             json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
@@ -505,7 +549,7 @@ impl<W: Write> Serve<W> {
                     "protocolVersion": version,
                     "capabilities": {
                         "tools": {"listChanged": true},
-                        "resources": {"listChanged": true},
+                        "resources": {"listChanged": true, "subscribe": true},
                         "prompts": {"listChanged": true},
                         "logging": {},
                         "completions": {},
@@ -518,7 +562,7 @@ impl<W: Write> Serve<W> {
                 "supportedVersions": [MODERN_VERSION],
                 "capabilities": {
                     "tools": {"listChanged": true},
-                    "resources": {"listChanged": true},
+                    "resources": {"listChanged": true, "subscribe": true},
                     "prompts": {"listChanged": true},
                     "logging": {},
                     "completions": {},
@@ -539,7 +583,23 @@ impl<W: Write> Serve<W> {
             "resources/list" => {
                 let uri = self.state.current(Domain::Resources);
                 let name = uri.replace("://", "-");
-                Ok(json!({"resources": [{"uri": uri, "name": name, "mimeType": "text/plain"}]}))
+                Ok(
+                    json!({"resources": [{"uri": uri, "name": name, "mimeType": "text/plain"},
+                    {"uri": COUNTER, "name": "probe-counter", "mimeType": "text/plain",
+                     "description": "A counter: witness_touch_resource adds one and tells subscribers."}]}),
+                )
+            }
+            "resources/subscribe" | "resources/unsubscribe" => {
+                match params.get("uri").and_then(Value::as_str) {
+                    Some(COUNTER) => {
+                        self.state.subscribed = method == "resources/subscribe";
+                        Ok(json!({}))
+                    }
+                    _ => Err((
+                        -32602,
+                        format!("only {COUNTER} can be subscribed to: it is the one resource that changes"),
+                    )),
+                }
             }
             "resources/templates/list" => Ok(json!({"resourceTemplates": []})),
             "prompts/list" => {
@@ -572,6 +632,9 @@ impl<W: Write> Serve<W> {
                     _ => Err((-32602, "argument must have a string name and value".into())),
                 }
             }
+            "resources/read" if params.get("uri").and_then(Value::as_str) == Some(COUNTER) => Ok(
+                json!({"contents": [{"uri": COUNTER, "mimeType": "text/plain", "text": format!("count {}", self.state.counter)}]}),
+            ),
             "resources/read" => {
                 let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
                 if uri == self.state.current(Domain::Resources) {
@@ -709,6 +772,9 @@ impl<W: Write> Serve<W> {
         Value::Array(tools)
     }
 }
+
+/// The one resource that changes, and so the one a client can subscribe to.
+pub const COUNTER: &str = "probe://counter";
 
 /// The eight log levels, least severe first.
 pub const LEVELS: [&str; 8] = [
