@@ -119,12 +119,13 @@ fn drive_all_passes_against_serve() {
         "logging",
         "completion",
         "subscriptions",
+        "progress",
     ] {
         assert!(run.stdout.contains(&format!("## Domain: {d}")), "{}", run.stdout);
     }
     assert_eq!(
         run.stdout.matches("**Verdict: handled**").count(),
-        6,
+        7,
         "{}",
         run.stdout
     );
@@ -235,7 +236,7 @@ fn a_client_that_stops_half_way_is_incomplete() {
     // `all` covers the flows too: never asked for in this session, they are not counted.
     assert_eq!(
         run.stdout.matches("**Verdict: not exercised**").count(),
-        6,
+        7,
         "{}",
         run.stdout
     );
@@ -1364,6 +1365,57 @@ fn a_client_that_subscribes_but_ignores_the_update_does_not_handle_subscriptions
         run.stdout.contains(
             "**Verdict: not handled** (Q4: the client went on without re-reading the updated resource)"
         ),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn drive_passes_progress_with_cancellation_in_both_eras() {
+    let dir = TempDir::new("drive-progress");
+    let run = witness(&dir, &["drive", "--domain", "progress", "--era", "both"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout
+            .matches("| How many progress notifications came before the client gave up? | 3 |")
+            .count(),
+        2,
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.matches("**Verdict: handled**").count(),
+        2,
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_client_that_cancels_another_request_id_does_not_handle_progress() {
+    let dir = TempDir::new("progress-wrong-id");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("wrong-cancel");
+    c.send(&json!({"jsonrpc": "2.0", "id": 50, "method": "tools/call",
+        "params": {"name": "witness_slow", "arguments": {}, "_meta": {"progressToken": "p"}}}));
+    let mut progress = 0;
+    while progress < 3 {
+        let mut line = String::new();
+        assert!(c.stdout.read_line(&mut line).unwrap() > 0);
+        let msg: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(msg["method"], "notifications/progress", "{msg}");
+        assert_eq!(msg["params"]["progressToken"], "p");
+        progress += 1;
+    }
+    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 49}}));
+    c.call("witness_status");
+    c.finish();
+    let run = analyze(&dir, &log, "progress");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("**Verdict: not handled** (Q4: the cancellation names another request)"),
         "{}",
         run.stdout
     );

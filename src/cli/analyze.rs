@@ -19,6 +19,7 @@ pub enum KitDomain {
     Logging,
     Completion,
     Subscriptions,
+    Progress,
     All,
 }
 
@@ -35,6 +36,7 @@ impl KitDomain {
             KitDomain::Logging => (vec![], vec![Flow::Logging]),
             KitDomain::Completion => (vec![], vec![Flow::Completion]),
             KitDomain::Subscriptions => (vec![], vec![Flow::Subscriptions]),
+            KitDomain::Progress => (vec![], vec![Flow::Progress]),
             KitDomain::All => (Domain::ALL.to_vec(), Flow::ALL.to_vec()),
         }
     }

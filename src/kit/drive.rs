@@ -471,6 +471,8 @@ pub fn drive_flow(f: Flow, era: Era) -> DomainRun {
         drive_completion(&mut rpc, era, info, &mut step);
     } else if f == Flow::Subscriptions {
         drive_subscriptions(&mut rpc, era, info, &mut step);
+    } else if f == Flow::Progress {
+        drive_progress(&mut rpc, era, info, &mut step);
     } else {
         match era {
             Era::Legacy => {
@@ -809,4 +811,72 @@ fn drive_subscriptions(
             step("resources/unsubscribe", succeeded(&un), describe(&un));
         }
     }
+}
+
+/// The progress flow as a correct client runs it: calls the slow tool with a fresh
+/// `progressToken`, waits while the three progress notifications come, gives up with
+/// `notifications/cancelled` naming the call, and goes on (serve's late reply is ignored).
+fn drive_progress(rpc: &mut Rpc, era: Era, info: Value, step: &mut impl FnMut(&str, bool, String) -> bool) {
+    let mut meta = json!({"progressToken": "drive-progress-1"});
+    match era {
+        Era::Legacy => {
+            let init = rpc.request(
+                "initialize",
+                Some(json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": info})),
+                TIMEOUT,
+            );
+            if !step("initialize", succeeded(&init), describe(&init)) {
+                return;
+            }
+            rpc.notify("notifications/initialized", None);
+        }
+        Era::Modern => {
+            meta[crate::mcp::meta::PROTOCOL_VERSION] = json!(crate::mcp::DEFAULT_MODERN);
+            meta[crate::mcp::meta::CLIENT_CAPABILITIES] = json!({});
+            meta[crate::mcp::meta::CLIENT_INFO] = info;
+        }
+    }
+    rpc.traffic.notifications.clear();
+    let call = json!({"name": Flow::Progress.ask_tool(), "arguments": {}, "_meta": meta.clone()});
+    let Some(id) = rpc.request_nowait("tools/call", Some(call)) else {
+        step("send the slow call", false, "the pipe to serve is closed".into());
+        return;
+    };
+    let start = Instant::now();
+    let count = |rpc: &Rpc| {
+        rpc.traffic
+            .notifications
+            .iter()
+            .filter(|n| *n == "notifications/progress")
+            .count()
+    };
+    while count(rpc) < 3 && start.elapsed() < NOTIFY_WAIT {
+        let _ = rpc.wait_reply(&|_| false, Duration::from_millis(10));
+    }
+    let got = count(rpc);
+    if !step(
+        "three progress notifications arrive while the call is open",
+        got == 3,
+        format!("{got}"),
+    ) {
+        return;
+    }
+    rpc.notify(
+        "notifications/cancelled",
+        Some(json!({"requestId": id, "reason": "drive gives up on the slow call"})),
+    );
+    let mut status = json!({"name": STATUS_TOOL, "arguments": {}});
+    if era == Era::Modern {
+        let mut m = meta;
+        if let Some(o) = m.as_object_mut() {
+            o.remove("progressToken");
+        }
+        status["_meta"] = m;
+    }
+    let r = rpc.request("tools/call", Some(status), TIMEOUT);
+    step(
+        "after cancelling, the session goes on (the late reply is ignored)",
+        succeeded(&r),
+        describe(&r),
+    );
 }

@@ -19,27 +19,30 @@ pub enum Flow {
     Logging,
     Completion,
     Subscriptions,
+    Progress,
 }
 
 /// Bound on a name or URI quoted from a client's answer.
 const QUOTE: usize = 120;
 
 impl Flow {
-    pub const ALL: [Flow; 6] = [
+    pub const ALL: [Flow; 7] = [
         Flow::Roots,
         Flow::Elicitation,
         Flow::Sampling,
         Flow::Logging,
         Flow::Completion,
         Flow::Subscriptions,
+        Flow::Progress,
     ];
     /// The flows with a tool of serve that starts them.
-    pub const WITH_TOOL: [Flow; 5] = [
+    pub const WITH_TOOL: [Flow; 6] = [
         Flow::Roots,
         Flow::Elicitation,
         Flow::Sampling,
         Flow::Logging,
         Flow::Subscriptions,
+        Flow::Progress,
     ];
 
     pub fn name(self) -> &'static str {
@@ -50,6 +53,7 @@ impl Flow {
             Flow::Logging => "logging",
             Flow::Completion => "completion",
             Flow::Subscriptions => "subscriptions",
+            Flow::Progress => "progress",
         }
     }
 
@@ -63,6 +67,7 @@ impl Flow {
             // No tool: the prompt whose arguments complete.
             Flow::Completion => COMPLETE_PROMPT,
             Flow::Subscriptions => "witness_touch_resource",
+            Flow::Progress => "witness_slow",
         }
     }
 
@@ -76,6 +81,7 @@ impl Flow {
             Flow::Logging => "notifications/message",
             Flow::Completion => "completion/complete",
             Flow::Subscriptions => "notifications/resources/updated",
+            Flow::Progress => "notifications/progress",
         }
     }
 
@@ -98,7 +104,7 @@ impl Flow {
                 "messages": [{"role": "user", "content": {"type": "text", "text": "Say one word, any word."}}],
                 "maxTokens": 32,
             }),
-            Flow::Logging | Flow::Completion | Flow::Subscriptions => json!({}),
+            Flow::Logging | Flow::Completion | Flow::Subscriptions | Flow::Progress => json!({}),
         }
     }
 
@@ -107,7 +113,9 @@ impl Flow {
         match self {
             Flow::Roots => json!({"listChanged": true}),
             Flow::Elicitation => json!({"form": {}}),
-            Flow::Sampling | Flow::Logging | Flow::Completion | Flow::Subscriptions => json!({}),
+            Flow::Sampling | Flow::Logging | Flow::Completion | Flow::Subscriptions | Flow::Progress => {
+                json!({})
+            }
         }
     }
 
@@ -120,7 +128,7 @@ impl Flow {
             Flow::Elicitation => json!({"action": "accept", "content": {"name": "witness", "count": 1}}),
             Flow::Sampling => json!({"role": "assistant", "content": {"type": "text", "text": "witness"},
                 "model": "mcp-witness-drive", "stopReason": "endTurn"}),
-            Flow::Logging | Flow::Completion | Flow::Subscriptions => json!({}),
+            Flow::Logging | Flow::Completion | Flow::Subscriptions | Flow::Progress => json!({}),
         }
     }
 
@@ -147,6 +155,9 @@ impl Flow {
             Flow::Subscriptions => {
                 "Adds one to probe://counter and sends notifications/resources/updated to its subscribers."
             }
+            Flow::Progress => {
+                "Reports progress (3 of 5 steps, with a progressToken) and never finishes: cancel it."
+            }
         }
     }
 
@@ -163,7 +174,7 @@ impl Flow {
                 let lc = cap.get("listChanged").and_then(Value::as_bool) == Some(true);
                 (true, format!("yes, `roots` with listChanged {lc}"))
             }
-            Flow::Logging | Flow::Completion | Flow::Subscriptions => {
+            Flow::Logging | Flow::Completion | Flow::Subscriptions | Flow::Progress => {
                 (true, "no client capability is needed".into())
             }
             Flow::Elicitation => {
@@ -206,7 +217,9 @@ impl Flow {
     /// Judges the client's result: a summary, or why it is not a valid answer.
     pub fn check_answer(self, result: &Value) -> Result<String, String> {
         match self {
-            Flow::Logging | Flow::Completion | Flow::Subscriptions => Ok("nothing to answer".into()),
+            Flow::Logging | Flow::Completion | Flow::Subscriptions | Flow::Progress => {
+                Ok("nothing to answer".into())
+            }
             Flow::Roots => {
                 let roots = result
                     .get("roots")
@@ -404,6 +417,9 @@ pub fn analyze(e: &[Entry], f: Flow, legacy_caps: Option<&Value>) -> FlowReport 
     }
     if f == Flow::Subscriptions {
         return subscriptions(e, ask, rows);
+    }
+    if f == Flow::Progress {
+        return progress(e, ask, rows);
     }
     let modern_caps = params(&e[ask])
         .and_then(|p| p.get("_meta"))
@@ -977,6 +993,122 @@ fn subscriptions(e: &[Entry], ask: usize, mut rows: Vec<Row>) -> FlowReport {
     };
     FlowReport {
         flow: Flow::Subscriptions,
+        rows,
+        verdict,
+        meaning,
+    }
+}
+
+/// The progress flow in one session: a `progressToken` unique among the open requests,
+/// waiting while progress came, `notifications/cancelled` with the call's id when it gave up,
+/// and the session going on past serve's (deliberate) late reply.
+fn progress(e: &[Entry], ask: usize, mut rows: Vec<Row>) -> FlowReport {
+    let mut row = |q: String, a: String, evidence: Option<(usize, String)>| {
+        rows.push(Row {
+            question: q,
+            answer: a,
+            evidence,
+        });
+        rows.len()
+    };
+    let token = params(&e[ask])
+        .and_then(|p| p.pointer("/_meta/progressToken"))
+        .cloned();
+    // Requests before the call still open (no reply yet) that carry the same token.
+    let clash = token.as_ref().and_then(|t| {
+        (0..ask).find(|&i| {
+            e[i].dir == "in"
+                && id(&e[i]).is_some()
+                && params(&e[i]).and_then(|p| p.pointer("/_meta/progressToken")) == Some(t)
+                && reply(e, i, "out").is_none_or(|r| r > ask)
+        })
+    });
+    let q_token = row(
+        "Did the call carry a `progressToken`, unique among the open requests?".into(),
+        match (&token, clash) {
+            (None, _) => "no progressToken".into(),
+            (Some(_), Some(_)) => "yes, but another open request has the same token".into(),
+            (Some(_), None) => "yes, unique".into(),
+        },
+        ev(e, clash.or(Some(ask))),
+    );
+    let call_id = id(&e[ask]).cloned();
+    let cancel =
+        (ask + 1..e.len()).find(|&i| e[i].dir == "in" && method(&e[i]) == Some("notifications/cancelled"));
+    let end = cancel.unwrap_or(e.len());
+    let progress: Vec<usize> = (ask..end)
+        .filter(|&i| e[i].dir == "out" && method(&e[i]) == Some("notifications/progress"))
+        .collect();
+    row(
+        "How many progress notifications came before the client gave up?".into(),
+        progress.len().to_string(),
+        ev(e, progress.last().copied()),
+    );
+    let right_id = cancel.is_some_and(|c| params(&e[c]).and_then(|p| p.get("requestId")) == call_id.as_ref());
+    let q_cancel = row(
+        "Did the client send `notifications/cancelled` with the call's `requestId`, and when?".into(),
+        match cancel {
+            Some(c) if right_id => format!("yes, {} after the call", ms(e, ask, c)),
+            Some(_) => "a cancellation, with another requestId".into(),
+            None => "no".into(),
+        },
+        ev(e, cancel),
+    );
+    let late = cancel.and_then(|c| {
+        (c..e.len()).find(|&i| e[i].dir == "out" && method(&e[i]).is_none() && id(&e[i]) == call_id.as_ref())
+    });
+    let went_on = late.and_then(|l| {
+        (l + 1..e.len())
+            .find(|&i| e[i].dir == "in" && id(&e[i]).is_some() && method(&e[i]).is_some())
+            .and_then(|i| reply(e, i, "out"))
+    });
+    let q_late = row(
+        "After serve's late reply to the cancelled call, did the session go on?".into(),
+        match (late, went_on) {
+            (None, _) => "no late reply in the log".into(),
+            (Some(_), Some(_)) => "yes: a later request was answered".into(),
+            (Some(_), None) => "no request after the late reply".into(),
+        },
+        ev(e, went_on.or(late)),
+    );
+    let (verdict, meaning) = if token.is_none() || clash.is_some() {
+        (
+            FlowVerdict::NotHandled {
+                question: q_token,
+                why: "no unique progressToken on the call".into(),
+            },
+            "Without a unique progressToken the client cannot be told of progress.".to_string(),
+        )
+    } else if cancel.is_none() {
+        (
+            FlowVerdict::Incomplete {
+                missing: format!("Q{q_cancel}: the call was never cancelled"),
+            },
+            "The client has not given up on the call (yet).".into(),
+        )
+    } else if !right_id {
+        (
+            FlowVerdict::NotHandled {
+                question: q_cancel,
+                why: "the cancellation names another request".into(),
+            },
+            "The cancellation does not name the call it gives up on.".into(),
+        )
+    } else if went_on.is_none() {
+        (
+            FlowVerdict::Incomplete {
+                missing: format!("Q{q_late}: no request answered after the late reply"),
+            },
+            "Whether the client ignores a late reply is not shown.".into(),
+        )
+    } else {
+        (
+            FlowVerdict::Handled,
+            "The client waited while progress came, cancelled the call by its id, and went on past the late reply.".into(),
+        )
+    };
+    FlowReport {
+        flow: Flow::Progress,
         rows,
         verdict,
         meaning,

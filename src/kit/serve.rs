@@ -149,6 +149,8 @@ struct State {
     /// The counter resource's value, and whether a legacy client subscribed to it.
     counter: u64,
     subscribed: bool,
+    /// Slow calls still open: their id and era.
+    slow: Vec<(Value, bool)>,
     listens: Vec<Listen>,
 }
 
@@ -232,8 +234,7 @@ impl<W: Write> Serve<W> {
         let id = match msg.get("id") {
             Some(id) if !id.is_null() => id.clone(),
             _ => {
-                self.on_notification(method, msg.get("params"));
-                return Ok(());
+                return self.on_notification(method, msg.get("params"));
             }
         };
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
@@ -288,12 +289,21 @@ impl<W: Write> Serve<W> {
     }
 
     /// Handles a notification from the client: only cancellation of a listen matters.
-    fn on_notification(&mut self, method: &str, params: Option<&Value>) {
+    /// A cancelled slow call gets a late reply on purpose (marked in its `_meta`), so the log
+    /// shows whether the client ignores it.
+    fn on_notification(&mut self, method: &str, params: Option<&Value>) -> io::Result<()> {
         if method == "notifications/cancelled"
             && let Some(rid) = params.and_then(|p| p.get("requestId"))
         {
             self.state.listens.retain(|l| &l.id != rid);
+            if let Some(at) = self.state.slow.iter().position(|(id, _)| id == rid) {
+                let (id, modern) = self.state.slow.remove(at);
+                let mut r = json!({"content": [{"type": "text", "text": "late reply to a cancelled call: a client ignores it"}]});
+                r["_meta"] = json!({ LATE_REPLY: true });
+                return self.reply(id, Ok(r), modern);
+            }
         }
+        Ok(())
     }
 
     /// A call of a flow's ask tool. Legacy: sends the flow's request to the client (the call
@@ -302,6 +312,22 @@ impl<W: Write> Serve<W> {
     fn ask(&mut self, id: Value, f: Flow, params: &Value, modern: bool) -> io::Result<()> {
         if f == Flow::Logging {
             return self.log_all_levels(id, params, modern);
+        }
+        if f == Flow::Progress {
+            // Reports progress, then never finishes by itself: the client has to give up.
+            if self.state.slow.len() >= MAX_ASKED {
+                let why = "too many slow calls open: cancel the open ones first";
+                return self.reply(id, Ok(tool_error(why.into())), modern);
+            }
+            if let Some(token) = params.pointer("/_meta/progressToken").cloned() {
+                for k in 1..=3 {
+                    self.send(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": {"progressToken": token, "progress": k, "total": 5,
+                                   "message": format!("step {k} of 5")}}))?;
+                }
+            }
+            self.state.slow.push((id, modern));
+            return Ok(());
         }
         if f == Flow::Subscriptions {
             // Adds one to the counter, answers, then tells every subscriber.
@@ -772,6 +798,9 @@ impl<W: Write> Serve<W> {
         Value::Array(tools)
     }
 }
+
+/// The `_meta` mark of the late reply serve sends to a cancelled call.
+pub const LATE_REPLY: &str = "mcp-witness/lateReply";
 
 /// The one resource that changes, and so the one a client can subscribe to.
 pub const COUNTER: &str = "probe://counter";
