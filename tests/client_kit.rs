@@ -1420,3 +1420,33 @@ fn a_client_that_cancels_another_request_id_does_not_handle_progress() {
         run.stdout
     );
 }
+
+#[test]
+fn record_with_a_flow_alone_is_refused_with_what_to_do() {
+    let dir = TempDir::new("record-flow");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("any");
+    c.finish();
+    let evidence = dir.join("clients.jsonl");
+    let run = witness(
+        &dir,
+        &[
+            "analyze",
+            log.to_str().unwrap(),
+            "--domain",
+            "roots",
+            "--record",
+            "-e",
+            evidence.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains("use --domain tools|resources|prompts|all with --record"),
+        "{}",
+        run.stderr
+    );
+    assert!(!evidence.exists(), "nothing was signed");
+}

@@ -72,6 +72,11 @@ pub fn run(args: AnalyzeArgs) -> u8 {
         Ok(l) => l,
         Err(e) => return super::error(e),
     };
+    if args.record && domains.is_empty() {
+        return super::error(
+            "--record signs the list_changed domains (tools, resources, prompts) only; the flows are not recorded as client blocks yet: use --domain tools|resources|prompts|all with --record",
+        );
+    }
     let analyses = analyze::analyze(&log, &domains, &flows);
     if args.record {
         let record_args = super::server_args::RecordArgs {
