@@ -132,6 +132,9 @@ pub struct Rpc {
     pub wire_log: Option<Box<wire::Log>>,
     /// The method of each recent request, by id (at most `SENT_KEEP`).
     sent: VecDeque<(u64, String)>,
+    /// Fixed results for server requests a caller chose to answer (method, result), as the
+    /// client kit's control client answers `roots/list`; every other request gets -32601.
+    pub answers: Vec<(&'static str, Value)>,
 }
 
 impl Rpc {
@@ -147,6 +150,7 @@ impl Rpc {
             awaiting: "",
             replies_with_secrets: 0,
             wire_log: None,
+            answers: Vec::new(),
             sent: VecDeque::new(),
         }
     }
@@ -567,8 +571,11 @@ impl Rpc {
             // nor something that is not an id.
             Id::TooLong(_) | Id::Invalid => "not_answered",
             Id::Value(id) => {
+                let chosen = self.answers.iter().find(|(m, _)| *m == method);
                 let reply = if method == "ping" {
                     json!({"jsonrpc": "2.0", "id": id, "result": {}})
+                } else if let Some((_, result)) = chosen {
+                    json!({"jsonrpc": "2.0", "id": id, "result": result})
                 } else {
                     let error =
                         json!({"code": -32601, "message": "mcp-witness does not handle this request"});
@@ -580,6 +587,7 @@ impl Rpc {
                 // our probe hung.
                 match self.wire.send(message, Instant::now()) {
                     Sent::Sent if method == "ping" => "{}",
+                    Sent::Sent if chosen.is_some() => "answered",
                     Sent::Sent => "-32601",
                     _ => "dropped",
                 }

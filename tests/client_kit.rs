@@ -109,11 +109,28 @@ fn drive_all_passes_against_serve() {
     let run = witness(&dir, &["drive", "--domain", "all"]);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("drive: PASS"));
-    for d in ["tools", "resources", "prompts"] {
+    for d in [
+        "tools",
+        "resources",
+        "prompts",
+        "roots",
+        "elicitation",
+        "sampling",
+        "logging",
+        "completion",
+        "subscriptions",
+        "progress",
+    ] {
         assert!(run.stdout.contains(&format!("## Domain: {d}")), "{}", run.stdout);
     }
     assert_eq!(
-        run.stdout.matches("**Verdict: compliant**").count(),
+        run.stdout.matches("**Verdict: handled**").count(),
+        7,
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.matches("**Verdict: reacts to list_changed**").count(),
         3,
         "{}",
         run.stdout
@@ -121,7 +138,7 @@ fn drive_all_passes_against_serve() {
 }
 
 #[test]
-fn a_client_that_ignores_the_notification_is_not_compliant() {
+fn a_client_that_ignores_the_notification_does_not_react() {
     let dir = TempDir::new("ignore");
     let log = dir.join("serve.jsonl");
     let mut c = Client::start(&log);
@@ -150,7 +167,7 @@ fn a_client_that_ignores_the_notification_is_not_compliant() {
     assert_eq!(run.code, 1, "{}", run.stdout);
     assert!(run.stdout.contains("Client: ignorer 9.9"), "{}", run.stdout);
     assert!(
-        run.stdout.contains("**Verdict: not compliant** (Q8:"),
+        run.stdout.contains("**Verdict: does not react** (Q8:"),
         "{}",
         run.stdout
     );
@@ -161,7 +178,7 @@ fn a_client_that_ignores_the_notification_is_not_compliant() {
 }
 
 #[test]
-fn a_client_that_relists_but_still_calls_alpha_is_not_compliant() {
+fn a_client_that_relists_but_still_calls_alpha_does_not_react() {
     let dir = TempDir::new("stale");
     let log = dir.join("serve.jsonl");
     let mut c = Client::start(&log);
@@ -182,7 +199,7 @@ fn a_client_that_relists_but_still_calls_alpha_is_not_compliant() {
     let run = analyze(&dir, &log, "tools");
     assert_eq!(run.code, 1, "{}", run.stdout);
     assert!(
-        run.stdout.contains("**Verdict: not compliant** (Q11:"),
+        run.stdout.contains("**Verdict: does not react** (Q11:"),
         "{}",
         run.stdout
     );
@@ -216,10 +233,17 @@ fn a_client_that_stops_half_way_is_incomplete() {
         "{}",
         run.stdout
     );
+    // `all` covers the flows too: never asked for in this session, they are not counted.
+    assert_eq!(
+        run.stdout.matches("**Verdict: not exercised**").count(),
+        7,
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
-fn a_complete_resources_cycle_by_a_test_client_is_compliant() {
+fn a_complete_resources_cycle_by_a_test_client_reacts_within_the_window() {
     let dir = TempDir::new("good");
     let log = dir.join("serve.jsonl");
     let mut c = Client::start(&log);
@@ -251,7 +275,18 @@ fn a_complete_resources_cycle_by_a_test_client_is_compliant() {
         ],
     );
     assert_eq!(run.code, 0, "{}", run.stdout);
-    assert!(run.stdout.contains("**Verdict: compliant**"));
+    assert!(run.stdout.contains("**Verdict: reacts to list_changed**"));
+    assert!(
+        run.stdout
+            .contains("ms after the notification (within the 5000 ms window)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("it sets no MUST for the client's re-list"),
+        "the spec line that applies is quoted: {}",
+        run.stdout
+    );
     assert_eq!(std::fs::read_to_string(&md).unwrap(), run.stdout);
 }
 
@@ -296,27 +331,29 @@ fn log_survives_signal(signal: &str) {
 
     let entries = log_lines(&log);
     let dirs: Vec<&str> = entries.iter().map(|e| e["dir"].as_str().unwrap()).collect();
-    // initialize, its reply, initialized, list, reply, call, reply, "placeholder", error,
-    // raw line, error.
+    // The process start, initialize, the session start, its reply, initialized, list, reply,
+    // call, reply, "placeholder", error, raw line, error.
     assert_eq!(
         dirs,
         [
-            "in", "out", "in", "in", "out", "in", "out", "in", "out", "in", "out"
+            "start", "in", "session", "out", "in", "in", "out", "in", "out", "in", "out", "in", "out"
         ]
     );
     for e in &entries {
         assert!(e["ts"].as_str().is_some_and(|ts| ts.len() == 29), "{e}");
     }
-    assert_eq!(entries[5]["msg"]["params"]["name"], "witness_probe_alpha");
+    assert_eq!(entries[0]["info"]["pid"], c.child.id());
+    assert_eq!(entries[2]["info"]["era"], "legacy");
+    assert_eq!(entries[7]["msg"]["params"]["name"], "witness_probe_alpha");
     assert!(
-        entries[6]["msg"]["result"]["content"][0]["text"]
+        entries[8]["msg"]["result"]["content"][0]["text"]
             .as_str()
             .unwrap()
             .starts_with("alpha called at")
     );
-    assert_eq!(entries[7]["raw"], "\"placeholder\"");
-    assert_eq!(entries[9]["raw"], "not json at all");
-    assert_eq!(entries[10]["msg"]["error"]["code"], -32700);
+    assert_eq!(entries[9]["raw"], "\"placeholder\"");
+    assert_eq!(entries[11]["raw"], "not json at all");
+    assert_eq!(entries[12]["msg"]["error"]["code"], -32700);
 }
 
 #[test]
@@ -342,7 +379,8 @@ fn the_log_path_comes_from_the_environment_when_no_flag_is_given() {
         String::from_utf8_lossy(&out.stdout).trim(),
         r#"{"id":1,"jsonrpc":"2.0","result":{}}"#
     );
-    assert_eq!(log_lines(&log).len(), 2);
+    // The start entry, the ping and its reply.
+    assert_eq!(log_lines(&log).len(), 3);
     assert!(!dir.join("mcp-witness-serve.log.jsonl").exists());
 }
 
@@ -362,7 +400,7 @@ fn drive_modern_era_passes_against_serve() {
     let run = witness(&dir, &["drive", "--domain", "all", "--era", "modern"]);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     assert_eq!(
-        run.stdout.matches("**Verdict: compliant**").count(),
+        run.stdout.matches("**Verdict: reacts to list_changed**").count(),
         3,
         "{}",
         run.stdout
@@ -371,7 +409,7 @@ fn drive_modern_era_passes_against_serve() {
 }
 
 #[test]
-fn a_modern_client_that_never_listens_gets_no_notification_and_is_not_compliant() {
+fn a_modern_client_that_never_listens_gets_no_notification_and_does_not_react() {
     let dir = TempDir::new("modern-deaf");
     let log = dir.join("serve.jsonl");
     let mut c = Client::start(&log);
@@ -385,6 +423,13 @@ fn a_modern_client_that_never_listens_gets_no_notification_and_is_not_compliant(
     let list = c.request("tools/list", modern(json!({}), "2026-07-28"));
     assert_eq!(list["result"]["cacheScope"], "public", "{list}");
     assert!(list["result"]["ttlMs"].is_u64());
+    // A read of an item that can change has a cache lifetime of 0 (the field is required).
+    let read = c.request(
+        "resources/read",
+        modern(json!({"uri": "probe://alpha"}), "2026-07-28"),
+    );
+    assert_eq!(read["result"]["contents"][0]["text"], "I am the alpha resource");
+    assert_eq!(read["result"]["ttlMs"], 0, "{read}");
     for tool in ["witness_probe_alpha", "witness_mutate_tools", "witness_status"] {
         let r = c.request(
             "tools/call",
@@ -400,7 +445,7 @@ fn a_modern_client_that_never_listens_gets_no_notification_and_is_not_compliant(
     assert_eq!(run.code, 1, "{}", run.stdout);
     assert!(
         run.stdout
-            .contains("**Verdict: not compliant** (Q6: the client never subscribed to list changes)"),
+            .contains("**Verdict: does not react** (Q6: the client never subscribed to list changes)"),
         "{}",
         run.stdout
     );
@@ -503,12 +548,16 @@ fn analyze_record_appends_a_signed_client_block_that_verifies() {
             evidence.to_str().unwrap(),
         ],
     );
-    assert_eq!(run.code, 1, "not compliant: {}{}", run.stdout, run.stderr);
+    assert_eq!(run.code, 1, "does not react: {}{}", run.stdout, run.stderr);
     assert!(run.stderr.contains("recorded"), "{}", run.stderr);
     let block: Value = serde_json::from_str(std::fs::read_to_string(&evidence).unwrap().trim()).unwrap();
     assert_eq!(block["kind"], "client");
     assert_eq!(block["client"], json!({"name": "ignorer", "version": "9.9"}));
-    assert_eq!(block["verdict"], "not compliant");
+    assert_eq!(block["verdict"], "does not react");
+    assert_eq!(
+        block["log"]["session"],
+        json!({"index": 1, "of": 1, "first_line": 1, "last_line": 14})
+    );
     assert_eq!(block["domains"][0]["domain"], "tools");
     assert_eq!(block["domains"][0]["question"], 8);
     let bytes = std::fs::read(&log).unwrap();
@@ -601,4 +650,803 @@ fn a_listen_id_already_open_is_refused() {
     }
     assert!(refused, "the second listen with id L must be refused");
     c.finish();
+}
+
+/// Runs `serve` once per step list, all appending to one log, as a client that starts a
+/// server process per command does.
+fn one_process_per_step(log: &Path, steps: &[&[&str]]) {
+    for (i, calls) in steps.iter().enumerate() {
+        let mut c = Client::start(log);
+        c.initialize(&format!("one-shot-{}", i + 1));
+        for call in *calls {
+            if *call == "tools/list" {
+                c.request("tools/list", json!({}));
+            } else {
+                c.call(call);
+            }
+        }
+        c.finish();
+    }
+}
+
+#[test]
+fn three_client_processes_appending_to_one_log_are_judged_as_three_sessions() {
+    let dir = TempDir::new("sessions");
+    let log = dir.join("serve.jsonl");
+    // One process lists and calls alpha, the next mutates, the third lists and calls beta:
+    // read as one session this would look like a full cycle without a notification seen.
+    one_process_per_step(
+        &log,
+        &[
+            &["tools/list", "witness_probe_alpha"],
+            &["witness_mutate_tools"],
+            &["tools/list", "witness_probe_beta"],
+        ],
+    );
+    let starts = log_lines(&log).iter().filter(|e| e["dir"] == "start").count();
+    assert_eq!(starts, 3, "one start entry per serve process");
+
+    let evidence = dir.join("clients.jsonl");
+    let run = witness(
+        &dir,
+        &[
+            "analyze",
+            log.to_str().unwrap(),
+            "--domain",
+            "tools",
+            "--record",
+            "-e",
+            evidence.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout
+            .contains("- Sessions: 3 (one per serve process or handshake), each judged on its own"),
+        "{}",
+        run.stdout
+    );
+    for (n, client) in [(1, "one-shot-1"), (2, "one-shot-2"), (3, "one-shot-3")] {
+        let section = run
+            .stdout
+            .split("\n# Session ")
+            .find(|s| s.starts_with(&format!("{n} of 3: log lines ")))
+            .unwrap_or_else(|| panic!("no session {n}: {}", run.stdout));
+        assert!(section.contains(&format!("- Client: {client} 9.9")), "{section}");
+        assert!(
+            section.contains(&format!("## Domain: tools (session {n})")),
+            "{section}"
+        );
+    }
+    // Each session on its own is incomplete: none saw the whole cycle, nobody is at fault.
+    assert_eq!(
+        run.stdout.matches("**Verdict: incomplete**").count(),
+        3,
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("(Q6: mutate was never called)"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("(Q4: no initial list)"), "{}", run.stdout);
+    assert!(!run.stdout.contains("server at fault"), "{}", run.stdout);
+
+    // One signed block per session: no verdict over mixed sessions.
+    let blocks: Vec<Value> = std::fs::read_to_string(&evidence)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(blocks.len(), 3);
+    for (i, b) in blocks.iter().enumerate() {
+        assert_eq!(b["log"]["session"]["index"], i + 1);
+        assert_eq!(b["log"]["session"]["of"], 3);
+        assert_eq!(b["client"]["name"], format!("one-shot-{}", i + 1));
+        assert_eq!(b["verdict"], "incomplete");
+    }
+    assert_eq!(witness(&dir, &["verify", evidence.to_str().unwrap()]).code, 0);
+}
+
+#[test]
+fn a_client_that_lists_before_every_call_relisted_by_habit_not_prompted_by_the_notification() {
+    let dir = TempDir::new("habit");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("habitual");
+    c.request("tools/list", json!({}));
+    c.call("witness_probe_alpha");
+    c.request("tools/list", json!({}));
+    c.call("witness_mutate_tools");
+    c.request("tools/list", json!({}));
+    c.call("witness_probe_beta");
+    c.finish();
+
+    let run = analyze(&dir, &log, "tools");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("| re-listed, not prompted by the notification: "),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("ms after, it lists before every call (2 of 2 uses before the notification came right after a `tools/list`)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("**Verdict: does not react** (Q8: re-listed, not prompted by the notification)"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_client_that_polls_the_list_relisted_by_polling_not_prompted_by_the_notification() {
+    let dir = TempDir::new("poll");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("poller");
+    for _ in 0..3 {
+        c.request("tools/list", json!({}));
+    }
+    c.call("witness_probe_alpha");
+    c.call("witness_mutate_tools");
+    c.request("tools/list", json!({}));
+    c.call("witness_probe_beta");
+    c.finish();
+
+    let run = analyze(&dir, &log, "tools");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("ms after, it polls (3 `tools/list` before the notification)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("**Verdict: does not react** (Q8: re-listed, not prompted by the notification)"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_client_that_uses_beta_without_relisting_learned_the_change_another_way() {
+    let dir = TempDir::new("beta-direct");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("shortcut");
+    c.request("tools/list", json!({}));
+    c.call("witness_probe_alpha");
+    c.call("witness_mutate_tools");
+    c.call("witness_probe_beta");
+    c.finish();
+
+    let run = analyze(&dir, &log, "tools");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("**Verdict: does not react** (Q8: the client used beta without re-listing). The client learned of the change another way"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("keeps the list it fetched"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_modern_client_that_relists_without_a_listen_stream_is_reported_as_such() {
+    let dir = TempDir::new("modern-relist");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    let m = |p: Value| modern(p, "2026-07-28");
+    c.request("server/discover", m(json!({})));
+    c.request("tools/list", m(json!({})));
+    c.request(
+        "tools/call",
+        m(json!({"name": "witness_probe_alpha", "arguments": {}})),
+    );
+    c.request(
+        "tools/call",
+        m(json!({"name": "witness_mutate_tools", "arguments": {}})),
+    );
+    let relist = c.request("tools/list", m(json!({})));
+    assert!(
+        relist["result"]["tools"]
+            .to_string()
+            .contains("witness_probe_beta")
+    );
+    c.request(
+        "tools/call",
+        m(json!({"name": "witness_probe_beta", "arguments": {}})),
+    );
+    c.finish();
+    let entries = log_lines(&log);
+    let session = entries.iter().find(|e| e["dir"] == "session").unwrap();
+    assert_eq!(
+        session["info"]["era"], "modern",
+        "the modern session has its own start entry"
+    );
+
+    let run = analyze(&dir, &log, "tools");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("(Q6: no listen stream: the client was never told of the change). A successful re-list without a listen stream"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn serve_enforces_its_own_input_schema() {
+    let dir = TempDir::new("schema");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("sloppy");
+    let extra = c.request(
+        "tools/call",
+        json!({"name": "witness_probe_alpha", "arguments": {"x": 1}}),
+    );
+    assert_eq!(extra["result"]["isError"], true, "{extra}");
+    let text = extra["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("unexpected argument(s) `x`"), "{text}");
+    assert!(text.contains("additionalProperties: false"), "{text}");
+    let not_object = c.request(
+        "tools/call",
+        json!({"name": "witness_mutate_tools", "arguments": [1]}),
+    );
+    assert_eq!(not_object["result"]["isError"], true, "{not_object}");
+    // Refused calls change nothing: the mutate did not happen.
+    let status = c.call("witness_status");
+    assert_eq!(status["result"]["structuredContent"]["tools"], "alpha");
+    assert!(c.notifications.is_empty());
+    c.finish();
+}
+
+#[test]
+fn a_relist_outside_the_window_is_not_counted_as_a_reaction() {
+    let dir = TempDir::new("late");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("late");
+    c.request("tools/list", json!({}));
+    c.call("witness_probe_alpha");
+    c.call("witness_mutate_tools");
+    c.request("tools/list", json!({}));
+    c.call("witness_probe_beta");
+    c.finish();
+    // The same session, with everything after the notification stamped a day later.
+    let mut seen = false;
+    let late: Vec<String> = log_lines(&log)
+        .into_iter()
+        .map(|mut e| {
+            if seen {
+                e["ts"] = json!("2099-01-02T00:00:00.000+00:00");
+            }
+            seen |= e["msg"]["method"] == "notifications/tools/list_changed";
+            if seen && e["msg"]["method"] == "notifications/tools/list_changed" {
+                e["ts"] = json!("2099-01-01T00:00:00.000+00:00");
+            }
+            e.to_string()
+        })
+        .collect();
+    std::fs::write(&log, late.join("\n") + "\n").unwrap();
+
+    let run = analyze(&dir, &log, "tools");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout.contains(
+            "re-listed, not prompted by the notification: 86400000 ms after, outside the 5000 ms window"
+        ),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn drive_passes_roots_elicitation_and_sampling_in_both_eras() {
+    let dir = TempDir::new("drive-flows");
+    for (domain, method) in [
+        ("roots", "roots/list"),
+        ("elicitation", "elicitation/create"),
+        ("sampling", "sampling/createMessage"),
+    ] {
+        let run = witness(&dir, &["drive", "--domain", domain, "--era", "both"]);
+        assert_eq!(run.code, 0, "{domain}: {}\n{}", run.stdout, run.stderr);
+        assert_eq!(
+            run.stdout.matches("**Verdict: handled**").count(),
+            2,
+            "{}",
+            run.stdout
+        );
+        assert!(
+            run.stdout.contains(&format!(
+                "Did the server answer `input_required` asking `{method}`? | yes |"
+            )),
+            "the modern run goes through input_required: {}",
+            run.stdout
+        );
+        assert!(
+            run.stdout.contains("new id: yes; requestState back: yes"),
+            "{}",
+            run.stdout
+        );
+    }
+}
+
+impl Client {
+    /// Calls a flow's ask tool (legacy), answers the one request serve sends with `answer`
+    /// (`{"result": …}` or `{"error": …}`), and returns the request and the call's reply.
+    fn ask_and_answer(&mut self, tool: &str, answer: Value) -> (Value, Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
+            "params": {"name": tool, "arguments": {}}}));
+        let mut asked = Value::Null;
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "serve closed stdout"
+            );
+            let msg: Value = serde_json::from_str(&line).unwrap();
+            if msg.get("method").is_some() && msg.get("id").is_some() {
+                let mut reply = answer.clone();
+                reply["jsonrpc"] = json!("2.0");
+                reply["id"] = msg["id"].clone();
+                self.send(&reply);
+                asked = msg;
+            } else if msg["id"] == 900 {
+                return (asked, msg);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_client_that_answers_roots_with_a_non_file_uri_does_not_handle_roots() {
+    let dir = TempDir::new("roots-bad");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    // initialize declares `roots: {}`.
+    c.initialize("web-roots");
+    let (asked, reply) = c.ask_and_answer(
+        "witness_ask_roots",
+        json!({"result": {"roots": [{"uri": "https://example.com/repo", "name": "remote"}]}}),
+    );
+    assert_eq!(asked["method"], "roots/list");
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    c.finish();
+
+    let run = analyze(&dir, &log, "roots");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("| no: root 1: `https://example.com/repo` is not a file:// URI"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("**Verdict: not handled** (Q5:"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_client_that_did_not_declare_elicitation_is_not_asked_and_the_verdict_says_so() {
+    let dir = TempDir::new("elicit-undeclared");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("no-elicitation");
+    let r = c.call("witness_ask_elicitation");
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("did not declare the `elicitation` capability"),
+        "{r}"
+    );
+    c.finish();
+    assert!(
+        !log_lines(&log)
+            .iter()
+            .any(|e| e["msg"]["method"] == "elicitation/create"),
+        "serve never sends a request the client did not declare"
+    );
+    let run = analyze(&dir, &log, "elicitation");
+    assert_eq!(run.code, 0, "not declared is no failure: {}", run.stdout);
+    assert!(run.stdout.contains("**Verdict: not declared**"), "{}", run.stdout);
+}
+
+#[test]
+fn a_modern_elicitation_answer_that_breaks_the_schema_or_reuses_the_id_is_not_handled() {
+    let dir = TempDir::new("elicit-modern");
+    for (case, content, reuse_id, expect) in [
+        (
+            "schema",
+            json!({"name": "x", "count": 0}),
+            false,
+            "(Q5: `count` is not an integer of at least 1)",
+        ),
+        (
+            "id",
+            json!({"name": "x"}),
+            true,
+            "(Q4: the retry reused the JSON-RPC id)",
+        ),
+    ] {
+        let log = dir.join(&format!("{case}.jsonl"));
+        let mut c = Client::start(&log);
+        let mut params = modern(
+            json!({"name": "witness_ask_elicitation", "arguments": {}}),
+            "2026-07-28",
+        );
+        params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {"form": {}}});
+        let first = c.request("tools/call", params.clone());
+        assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+        assert_eq!(
+            first["result"]["inputRequests"]["elicitation"]["params"]["mode"],
+            "form"
+        );
+        params["inputResponses"] =
+            json!({"elicitation": {"result": {"action": "accept", "content": content}}});
+        params["requestState"] = first["result"]["requestState"].clone();
+        if reuse_id {
+            c.next_id -= 1;
+        }
+        let second = c.request("tools/call", params);
+        assert_eq!(second["result"]["resultType"], "complete", "{second}");
+        c.finish();
+        let run = analyze(&dir, &log, "elicitation");
+        assert_eq!(run.code, 1, "{case}: {}", run.stdout);
+        assert!(
+            run.stdout.contains(&format!("**Verdict: not handled** {expect}")),
+            "{case}: {}",
+            run.stdout
+        );
+    }
+}
+
+#[test]
+fn a_client_that_denies_sampling_with_an_error_handles_it() {
+    let dir = TempDir::new("sampling-denied");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    let r = c.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"sampling": {"tools": {}}},
+               "clientInfo": {"name": "careful", "version": "1"}}),
+    );
+    assert!(r.get("result").is_some(), "{r}");
+    let (asked, reply) = c.ask_and_answer(
+        "witness_ask_sampling",
+        json!({"error": {"code": -1, "message": "User rejected sampling request"}}),
+    );
+    assert_eq!(asked["method"], "sampling/createMessage");
+    assert_eq!(asked["params"]["maxTokens"], 32);
+    assert_eq!(
+        reply["result"]["isError"], true,
+        "the tool could not sample: {reply}"
+    );
+    c.finish();
+
+    let run = analyze(&dir, &log, "sampling");
+    assert_eq!(run.code, 0, "a denial is a valid answer: {}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("| yes, `sampling` (tools: yes, context: no) |"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("with an error, not a result"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("**Verdict: handled**. The client denied `sampling/createMessage`"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn drive_passes_logging_in_both_eras_with_all_eight_levels() {
+    let dir = TempDir::new("drive-logging");
+    let run = witness(&dir, &["drive", "--domain", "logging", "--era", "both"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout
+            .matches("| 8: debug, info, notice, warning, error, critical, alert, emergency |")
+            .count(),
+        2,
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("| yes, `logging/setLevel` `debug` |"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("| yes, per request: `_meta` logLevel `debug` |"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.matches("**Verdict: handled**").count(),
+        2,
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn logging_follows_the_level_a_legacy_client_set_and_a_modern_client_that_never_opts_in_gets_none() {
+    let dir = TempDir::new("logging-levels");
+    let log = dir.join("legacy.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("errors-only");
+    let set = c.request("logging/setLevel", json!({"level": "error"}));
+    assert_eq!(set["result"], json!({}), "{set}");
+    let bad = c.request("logging/setLevel", json!({"level": "loud"}));
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    let r = c.call("witness_log_all_levels");
+    assert_eq!(
+        r["result"]["content"][0]["text"],
+        "sent 4 message(s): error, critical, alert, emergency"
+    );
+    assert_eq!(c.notifications.len(), 4, "{:?}", c.notifications);
+    c.call("witness_status");
+    c.finish();
+    let run = analyze(&dir, &log, "logging");
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("| 4: error, critical, alert, emergency |"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("**Verdict: handled**"), "{}", run.stdout);
+
+    let log = dir.join("modern.jsonl");
+    let mut c = Client::start(&log);
+    let r = c.request(
+        "tools/call",
+        modern(
+            json!({"name": "witness_log_all_levels", "arguments": {}}),
+            "2026-07-28",
+        ),
+    );
+    assert_eq!(
+        r["result"]["content"][0]["text"],
+        "sent 0 messages: the request did not opt in with a log level"
+    );
+    assert!(c.notifications.is_empty(), "{:?}", c.notifications);
+    c.finish();
+    let run = analyze(&dir, &log, "logging");
+    assert!(
+        run.stdout
+            .contains("| no `_meta` logLevel on the request (no opt-in) |"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("**Verdict: not declared**"), "{}", run.stdout);
+}
+
+#[test]
+fn drive_passes_completion_in_both_eras_with_context_arguments() {
+    let dir = TempDir::new("drive-completion");
+    let run = witness(&dir, &["drive", "--domain", "completion", "--era", "both"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout
+            .matches("| Did a request carry `context.arguments` (the arguments already chosen)? | yes |")
+            .count(),
+        2,
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout
+            .matches("| yes: framework=actix, language=rust |")
+            .count(),
+        2,
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.matches("**Verdict: handled**").count(),
+        2,
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_client_that_completes_but_fetches_the_prompt_with_its_own_values_did_not_use_a_suggestion() {
+    let dir = TempDir::new("completion-unused");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("own-values");
+    let r = c.request(
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "witness_complete_prompt"},
+               "argument": {"name": "language", "value": "py"}}),
+    );
+    assert_eq!(r["result"]["completion"]["values"], json!(["python"]), "{r}");
+    // Without context.arguments the framework has nothing to go on.
+    let r = c.request(
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "witness_complete_prompt"},
+               "argument": {"name": "framework", "value": ""}}),
+    );
+    assert_eq!(r["result"]["completion"]["values"], json!([]), "{r}");
+    let got = c.request(
+        "prompts/get",
+        json!({"name": "witness_complete_prompt", "arguments": {"language": "cobol", "framework": "none"}}),
+    );
+    assert_eq!(got["error"]["code"], -32602, "{got}");
+    c.finish();
+
+    let run = analyze(&dir, &log, "completion");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("| Did a request carry `context.arguments` (the arguments already chosen)? | no |"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("**Verdict: not handled** (Q4: the prompt was fetched without a suggested value)"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn drive_passes_subscriptions_in_both_eras() {
+    let dir = TempDir::new("drive-subscriptions");
+    let run = witness(&dir, &["drive", "--domain", "subscriptions", "--era", "both"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("| yes, with `resources/subscribe` |"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("| yes, with `subscriptions/listen` |"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.matches("after: `count 1` |").count(),
+        2,
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.matches("**Verdict: handled**").count(),
+        2,
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_client_that_subscribes_but_ignores_the_update_does_not_handle_subscriptions() {
+    let dir = TempDir::new("subscription-ignored");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("deaf");
+    let sub = c.request("resources/subscribe", json!({"uri": "probe://counter"}));
+    assert_eq!(sub["result"], json!({}), "{sub}");
+    let other = c.request("resources/subscribe", json!({"uri": "probe://alpha"}));
+    assert_eq!(
+        other["error"]["code"], -32602,
+        "only the counter changes: {other}"
+    );
+    c.call("witness_touch_resource");
+    c.call("witness_status");
+    assert_eq!(c.notifications, ["notifications/resources/updated"]);
+    c.finish();
+    let run = analyze(&dir, &log, "subscriptions");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout.contains(
+            "**Verdict: not handled** (Q4: the client went on without re-reading the updated resource)"
+        ),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn drive_passes_progress_with_cancellation_in_both_eras() {
+    let dir = TempDir::new("drive-progress");
+    let run = witness(&dir, &["drive", "--domain", "progress", "--era", "both"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout
+            .matches("| How many progress notifications came before the client gave up? | 3 |")
+            .count(),
+        2,
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout.matches("**Verdict: handled**").count(),
+        2,
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_client_that_cancels_another_request_id_does_not_handle_progress() {
+    let dir = TempDir::new("progress-wrong-id");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("wrong-cancel");
+    c.send(&json!({"jsonrpc": "2.0", "id": 50, "method": "tools/call",
+        "params": {"name": "witness_slow", "arguments": {}, "_meta": {"progressToken": "p"}}}));
+    let mut progress = 0;
+    while progress < 3 {
+        let mut line = String::new();
+        assert!(c.stdout.read_line(&mut line).unwrap() > 0);
+        let msg: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(msg["method"], "notifications/progress", "{msg}");
+        assert_eq!(msg["params"]["progressToken"], "p");
+        progress += 1;
+    }
+    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 49}}));
+    c.call("witness_status");
+    c.finish();
+    let run = analyze(&dir, &log, "progress");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("**Verdict: not handled** (Q4: the cancellation names another request)"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn record_with_a_flow_alone_is_refused_with_what_to_do() {
+    let dir = TempDir::new("record-flow");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize("any");
+    c.finish();
+    let evidence = dir.join("clients.jsonl");
+    let run = witness(
+        &dir,
+        &[
+            "analyze",
+            log.to_str().unwrap(),
+            "--domain",
+            "roots",
+            "--record",
+            "-e",
+            evidence.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains("use --domain tools|resources|prompts|all with --record"),
+        "{}",
+        run.stderr
+    );
+    assert!(!evidence.exists(), "nothing was signed");
 }

@@ -5,6 +5,8 @@
 //! `listChanged` option it re-lists by itself (after its 300 ms default debounce) and the
 //! cycle then uses beta, so all three domains are compliant. Through a plain
 //! `setNotificationHandler` the handler fires and the script's re-list follows at once.
+//! The official Python SDK client (`mcp` 2.3.0, pinned in the reference venv) runs the new
+//! flows (tests/sdk-client/flows.py): roots, sampling, elicitation, logging and completion.
 
 mod common;
 use common::*;
@@ -110,7 +112,7 @@ fn check_compliant_run(mode: &str, relisted_by: &str) {
     );
     assert_eq!(
         run.code, 0,
-        "every domain compliant:\n{}\n{}",
+        "every domain reacts:\n{}\n{}",
         run.stdout, run.stderr
     );
     let markdown = std::fs::read_to_string(&md).unwrap();
@@ -124,7 +126,7 @@ fn check_compliant_run(mode: &str, relisted_by: &str) {
     );
     for domain in ["tools", "resources", "prompts"] {
         assert!(
-            verdict_line(&markdown, domain).starts_with("**Verdict: compliant**"),
+            verdict_line(&markdown, domain).starts_with("**Verdict: reacts to list_changed**"),
             "{domain}: {}",
             verdict_line(&markdown, domain)
         );
@@ -157,11 +159,73 @@ fn check_compliant_run(mode: &str, relisted_by: &str) {
 }
 
 #[test]
-fn typescript_sdk_list_changed_option_relists_by_itself_and_is_compliant_in_every_domain() {
+fn typescript_sdk_list_changed_option_relists_by_itself_and_reacts_in_every_domain() {
     check_compliant_run("listChanged", "sdk");
 }
 
 #[test]
-fn typescript_sdk_notification_handler_receives_every_list_changed_and_is_compliant() {
+fn typescript_sdk_notification_handler_receives_every_list_changed_and_reacts() {
     check_compliant_run("handler", "script");
+}
+
+/// The official Python SDK client (`mcp`, in the reference venv) through the new flows: its
+/// callbacks answer roots, sampling and elicitation, it sets a log level and completes the
+/// prompt's arguments (tests/sdk-client/flows.py). Legacy era (it sends `initialize`).
+#[test]
+fn python_sdk_client_handles_roots_sampling_elicitation_logging_and_completion() {
+    let python = reference_dir().join("venv/bin/python");
+    assert!(
+        python.exists(),
+        "no reference venv at {}: run tests/setup/install-reference-servers",
+        python.display()
+    );
+    let dir = TempDir::new("python-flows");
+    let log = dir.join("serve.jsonl");
+    let out = Command::new(&python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk-client/flows.py"))
+        .arg(WITNESS)
+        .arg(&log)
+        .stdin(Stdio::null())
+        .output()
+        .expect("the venv's python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "flows.py failed ({:?})\nstdout: {stdout}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(
+        summary["log_levels"],
+        serde_json::json!([
+            "debug",
+            "info",
+            "notice",
+            "warning",
+            "error",
+            "critical",
+            "alert",
+            "emergency"
+        ]),
+        "the SDK's logging callback saw all eight levels"
+    );
+    for domain in ["roots", "sampling", "elicitation", "logging", "completion"] {
+        let run = witness(&dir, &["analyze", log.to_str().unwrap(), "--domain", domain]);
+        assert_eq!(run.code, 0, "{domain}: {}{}", run.stdout, run.stderr);
+        assert!(
+            run.stdout.contains("**Verdict: handled**"),
+            "{domain}: {}",
+            run.stdout
+        );
+    }
+    let elicitation = witness(
+        &dir,
+        &["analyze", log.to_str().unwrap(), "--domain", "elicitation"],
+    );
+    assert!(
+        elicitation.stdout.contains("| modes declared: form, url |"),
+        "{}",
+        elicitation.stdout
+    );
 }

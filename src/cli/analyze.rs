@@ -2,24 +2,60 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
-use super::server_args::DomainArg;
 use crate::kit::analyze;
+use crate::kit::{Domain, flow::Flow};
 
-/// Read an `mcp-witness serve` log and answer, per domain, how the client handled the
-/// list_changed cycle, each answer with the log line that proves it.
+/// `--domain` of analyze and drive: the list_changed domains and the flows, or all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KitDomain {
+    Tools,
+    Resources,
+    Prompts,
+    Roots,
+    Elicitation,
+    Sampling,
+    Logging,
+    Completion,
+    Subscriptions,
+    Progress,
+    All,
+}
+
+impl KitDomain {
+    /// The list_changed domains and the flows this choice covers, in the kit's order.
+    pub fn split(self) -> (Vec<Domain>, Vec<Flow>) {
+        match self {
+            KitDomain::Tools => (vec![Domain::Tools], vec![]),
+            KitDomain::Resources => (vec![Domain::Resources], vec![]),
+            KitDomain::Prompts => (vec![Domain::Prompts], vec![]),
+            KitDomain::Roots => (vec![], vec![Flow::Roots]),
+            KitDomain::Elicitation => (vec![], vec![Flow::Elicitation]),
+            KitDomain::Sampling => (vec![], vec![Flow::Sampling]),
+            KitDomain::Logging => (vec![], vec![Flow::Logging]),
+            KitDomain::Completion => (vec![], vec![Flow::Completion]),
+            KitDomain::Subscriptions => (vec![], vec![Flow::Subscriptions]),
+            KitDomain::Progress => (vec![], vec![Flow::Progress]),
+            KitDomain::All => (Domain::ALL.to_vec(), Flow::ALL.to_vec()),
+        }
+    }
+}
+
+/// Read an `mcp-witness serve` log and answer, per session and per domain, whether the client
+/// reacted to list_changed, each answer with the log line that proves it.
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
     /// The serve log (JSON lines).
     log: PathBuf,
-    /// Which domain to analyse.
+    /// Which domain to analyse (`all`: a flow no call exercised is reported as such).
     #[arg(long, value_enum, default_value = "all")]
-    domain: DomainArg,
+    domain: KitDomain,
     /// Also write the analysis as markdown to this file.
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
-    /// Append the result as a signed block of kind `client` to the evidence file.
+    /// Append the result as signed blocks of kind `client` to the evidence file, one per
+    /// session of the log.
     #[arg(long)]
     record: bool,
     /// Evidence file for --record [default: evidence/clients/clients.jsonl under the current folder].
@@ -31,12 +67,17 @@ pub struct AnalyzeArgs {
 }
 
 pub fn run(args: AnalyzeArgs) -> u8 {
-    let domains = args.domain.domains();
+    let (domains, flows) = args.domain.split();
     let log = match analyze::read_log(&args.log) {
         Ok(l) => l,
         Err(e) => return super::error(e),
     };
-    let a = analyze::analyze(&log, &domains);
+    if args.record && domains.is_empty() {
+        return super::error(
+            "--record signs the list_changed domains (tools, resources, prompts) only; the flows are not recorded as client blocks yet: use --domain tools|resources|prompts|all with --record",
+        );
+    }
+    let analyses = analyze::analyze(&log, &domains, &flows);
     if args.record {
         let record_args = super::server_args::RecordArgs {
             evidence: args.evidence.clone(),
@@ -48,20 +89,27 @@ pub fn run(args: AnalyzeArgs) -> u8 {
             Err(e) => return super::error(e),
         };
         let path = std::path::absolute(&args.log).unwrap_or_else(|_| args.log.clone());
-        let body = crate::kit::record::block_body(&a, &path.display().to_string(), &log);
-        match recorder.record(body, false) {
-            Ok(super::server_args::Recorded::Appended { seq, hash, .. }) => {
-                eprintln!(
-                    "mcp-witness: recorded {} seq {seq} head {hash}",
-                    recorder.path().display()
-                )
+        // One block per session: a verdict is never signed over mixed sessions.
+        for a in &analyses {
+            let body = crate::kit::record::block_body(a, &path.display().to_string(), &log);
+            let which = a
+                .session
+                .as_ref()
+                .map_or(String::new(), |s| format!(" (session {} of {})", s.index, s.of));
+            match recorder.record(body, false) {
+                Ok(super::server_args::Recorded::Appended { seq, hash, .. }) => {
+                    eprintln!(
+                        "mcp-witness: recorded {} seq {seq} head {hash}{which}",
+                        recorder.path().display()
+                    )
+                }
+                Ok(super::server_args::Recorded::NotAppended(msg)) => eprintln!("mcp-witness: {msg}"),
+                Ok(super::server_args::Recorded::Off) => {}
+                Err(e) => return super::error(e),
             }
-            Ok(super::server_args::Recorded::NotAppended(msg)) => eprintln!("mcp-witness: {msg}"),
-            Ok(super::server_args::Recorded::Off) => {}
-            Err(e) => return super::error(e),
         }
     }
-    let text = analyze::markdown(&a, &args.log.display().to_string());
+    let text = analyze::markdown(&analyses, &args.log.display().to_string());
     out!("{text}");
     if let Some(path) = &args.markdown {
         // Only a regular file (or nothing yet) is written: a FIFO would block, a device or
@@ -73,7 +121,7 @@ pub fn run(args: AnalyzeArgs) -> u8 {
             return super::error(format!("cannot write {}: {e}", path.display()));
         }
     }
-    if a.domains.iter().all(|d| d.verdict == analyze::Verdict::Compliant) {
+    if analyze::all_react(&analyses) {
         super::help::exit::OK
     } else {
         super::help::exit::NO

@@ -2,7 +2,7 @@
 
 use clap::{Args, ValueEnum};
 
-use super::server_args::DomainArg;
+use super::analyze::KitDomain;
 use crate::kit::drive;
 use crate::mcp::Era;
 
@@ -21,7 +21,7 @@ enum DriveEra {
 pub struct DriveArgs {
     /// Which domain to drive.
     #[arg(long, value_enum, default_value = "all")]
-    domain: DomainArg,
+    domain: KitDomain,
     /// Which handshake era the control client speaks (`both` runs each domain twice).
     #[arg(long, value_enum, default_value = "legacy")]
     era: DriveEra,
@@ -31,7 +31,7 @@ pub struct DriveArgs {
 }
 
 pub fn run(args: DriveArgs) -> u8 {
-    let domains = args.domain.domains();
+    let (domains, flows) = args.domain.split();
     let eras = match args.era {
         DriveEra::Legacy => vec![Era::Legacy],
         DriveEra::Modern => vec![Era::Modern],
@@ -39,7 +39,10 @@ pub fn run(args: DriveArgs) -> u8 {
     };
     let runs: Vec<_> = eras
         .iter()
-        .flat_map(|&era| domains.iter().map(move |&d| drive::drive_domain(d, era)))
+        .flat_map(|&era| {
+            let lists = domains.iter().map(move |&d| drive::drive_domain(d, era));
+            lists.chain(flows.iter().map(move |&f| drive::drive_flow(f, era)))
+        })
         .collect();
     outln!("{}", drive::report(&runs));
     let passed = runs.iter().all(drive::DomainRun::passed);

@@ -115,6 +115,7 @@ pub const PAGES: &[Page] = &[
         examples: &[
             "mcp-witness drive",
             "mcp-witness drive --domain tools --era both --keep-logs",
+            "mcp-witness drive --domain roots --era both",
         ],
         exit_codes: "0 every expected answer holds, 1 something did not, 2 usage error",
     },
@@ -138,7 +139,7 @@ pub const PAGES: &[Page] = &[
             "mcp-witness analyze serve.log.jsonl",
             "mcp-witness analyze --domain tools --markdown report.md --record serve.log.jsonl",
         ],
-        exit_codes: "0 every analysed domain compliant, 1 a domain not compliant or incomplete, 2 usage error or unreadable log",
+        exit_codes: "0 every analysed list domain of every session reacts to list_changed and every exercised flow is handled (or not declared), 1 otherwise, 2 usage error or unreadable log",
     },
 ];
 

@@ -315,25 +315,3 @@ fn signing_key(explicit: Option<PathBuf>) -> Result<SigningKey, keys::KeyError> 
     }
     Ok(key)
 }
-
-/// `--domain` of `drive` and `analyze`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DomainArg {
-    Tools,
-    Resources,
-    Prompts,
-    All,
-}
-
-impl DomainArg {
-    /// The domains this choice covers, in the kit's order.
-    pub fn domains(self) -> Vec<crate::kit::Domain> {
-        use crate::kit::Domain;
-        match self {
-            DomainArg::Tools => vec![Domain::Tools],
-            DomainArg::Resources => vec![Domain::Resources],
-            DomainArg::Prompts => vec![Domain::Prompts],
-            DomainArg::All => Domain::ALL.to_vec(),
-        }
-    }
-}

@@ -314,11 +314,14 @@ fn check(line: &[u8], cache: &mut KeyCache, signature: bool) -> Result<Checked, 
     })
 }
 
-/// Whether an object's keys are those of a serve log entry: `dir`, `ts`, and `msg` or `raw`.
+/// Whether an object's keys are those of a serve log entry: `dir`, `ts`, and `msg` or `raw`
+/// (a line), or `info` (the start of a process or session).
 fn is_serve_log_entry<'k>(keys: impl Iterator<Item = &'k [u8]>) -> bool {
     let mut keys: Vec<&[u8]> = keys.collect();
     keys.sort_unstable();
-    keys == [&b"dir"[..], b"msg", b"ts"] || keys == [&b"dir"[..], b"raw", b"ts"]
+    keys == [&b"dir"[..], b"msg", b"ts"]
+        || keys == [&b"dir"[..], b"raw", b"ts"]
+        || keys == [&b"dir"[..], b"info", b"ts"]
 }
 
 /// A canonical string value's text (borrowed when it has no escapes).

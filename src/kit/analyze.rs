@@ -1,5 +1,8 @@
-//! `analyze`: reads a `serve` log and answers, per domain, whether the client handled the
-//! list_changed cycle, each answer with the log line that proves it.
+//! `analyze`: reads a `serve` log, splits it into sessions (serve writes a `start` entry per
+//! process; older logs split at each `initialize`), and answers per session and per domain
+//! whether the client reacted to list_changed, each answer with the log line that proves it.
+//! A re-list counts as a reaction only inside [`REACTION_WINDOW_MS`] after the notification
+//! and when listing is not the client's habit.
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -20,6 +23,8 @@ pub struct Entry {
     pub dir: String,
     /// The parsed message, `None` for a raw (non-JSON) line.
     pub msg: Option<Value>,
+    /// What a `start` or `session` marker entry says (pid, era).
+    pub info: Option<Value>,
 }
 
 /// A log read back.
@@ -106,6 +111,7 @@ pub fn read_log(path: &Path) -> Result<Log, LogError> {
                 ts: ts.to_string(),
                 dir: dir.to_string(),
                 msg: v.get("msg").cloned(),
+                info: v.get("info").cloned(),
             }),
             _ => log.unreadable += 1,
         }
@@ -125,28 +131,107 @@ pub struct Row {
     pub evidence: Option<(usize, String)>,
 }
 
+/// The verdict on one domain of one session, in the spec's terms: re-listing after
+/// list_changed is not a MUST in 2025-11-25, so the words say what the client did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
-    Compliant,
+    /// The client re-listed, prompted by the notification, and used the new item.
+    Reacts,
     /// The question (1-based row number) that proves it, and why.
-    NotCompliant {
-        question: usize,
-        why: String,
-    },
+    DoesNotReact { question: usize, why: String },
+    /// The server, not the client, broke the cycle.
+    ServerFault { question: usize, why: String },
     /// The cycle was not run to the end: what is missing.
-    Incomplete {
-        missing: String,
-    },
+    Incomplete { missing: String },
 }
 
 impl Verdict {
     pub fn word(&self) -> &'static str {
         match self {
-            Verdict::Compliant => "compliant",
-            Verdict::NotCompliant { .. } => "not compliant",
+            Verdict::Reacts => "reacts to list_changed",
+            Verdict::DoesNotReact { .. } => "does not react",
+            Verdict::ServerFault { .. } => "server at fault",
             Verdict::Incomplete { .. } => "incomplete",
         }
     }
+}
+
+/// How long after the notification a re-list still counts as prompted by it.
+pub const REACTION_WINDOW_MS: i64 = 5_000;
+
+/// The spec line that applies to a domain (2025-11-25; the client side has no MUST).
+pub fn spec_line(d: Domain) -> String {
+    format!(
+        "Spec 2025-11-25 ({}): \"When the list of available {} changes, servers that declared the `listChanged` capability SHOULD send a notification\"; it sets no MUST for the client's re-list.",
+        d.name(),
+        d.name()
+    )
+}
+
+/// One session of a log: a serve process (its `start` entry), or in a log without start
+/// entries, the stretch from one `initialize` to the next.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    /// 1-based, and how many sessions the log holds.
+    pub index: usize,
+    pub of: usize,
+    /// First and last log line of the session.
+    pub first_line: usize,
+    pub last_line: usize,
+    /// The serve process, from its start entry.
+    pub pid: Option<u64>,
+    /// Entry indices of the session.
+    range: std::ops::Range<usize>,
+}
+
+/// Splits a log into sessions; only sessions where the client sent something are kept.
+pub fn sessions(log: &Log) -> Vec<Session> {
+    let e = &log.entries;
+    let has_start = e.iter().any(|x| x.dir == "start");
+    let starts_here = |i: usize| {
+        if has_start {
+            e[i].dir == "start"
+        } else {
+            is_request(&e[i], "initialize")
+        }
+    };
+    let mut cuts: Vec<usize> = (1..e.len()).filter(|&i| starts_here(i)).collect();
+    cuts.insert(0, 0);
+    cuts.push(e.len());
+    let mut out: Vec<Session> = cuts
+        .windows(2)
+        .filter(|w| w[0] < w[1])
+        .map(|w| w[0]..w[1])
+        .filter(|r| e[r.clone()].iter().any(|x| x.dir == "in"))
+        .map(|r| Session {
+            index: 0,
+            of: 0,
+            first_line: e[r.start].line,
+            last_line: e[r.end - 1].line,
+            pid: e[r.clone()]
+                .iter()
+                .find(|x| x.dir == "start")
+                .and_then(|x| x.info.as_ref()?.get("pid")?.as_u64()),
+            range: r,
+        })
+        .collect();
+    if out.is_empty() {
+        // Nothing from a client at all: one (empty) session, judged incomplete.
+        out.push(Session {
+            index: 0,
+            of: 0,
+            first_line: e.first().map_or(0, |x| x.line),
+            last_line: e.last().map_or(0, |x| x.line),
+            pid: None,
+            range: 0..e.len(),
+        });
+    }
+    let n = out.len();
+    for (i, s) in out.iter_mut().enumerate() {
+        s.index = i + 1;
+        s.of = n;
+    }
+    out
 }
 
 #[derive(Debug, Clone)]
@@ -161,12 +246,16 @@ pub struct DomainReport {
 /// The client as it named itself.
 #[derive(Debug, Clone, Default)]
 pub struct Analysis {
+    /// The session judged (a log may hold several; each is judged on its own).
+    pub session: Option<Session>,
     pub client: Option<String>,
     /// The client's own name and version, from its clientInfo.
     pub client_info: Option<(String, Option<String>)>,
     pub entries: usize,
     pub unreadable: usize,
     pub domains: Vec<DomainReport>,
+    /// The flows beyond list_changed (roots, elicitation), judged in the same session.
+    pub flows: Vec<super::flow::FlowReport>,
 }
 
 fn method(e: &Entry) -> Option<&str> {
@@ -261,9 +350,35 @@ fn yes_no(b: bool) -> String {
     if b { "yes".into() } else { "no".into() }
 }
 
-/// Analyses a log for the given domains.
-pub fn analyze(log: &Log, domains: &[Domain]) -> Analysis {
-    let v = View { e: &log.entries };
+/// Analyses a log for the given domains and flows: one analysis per session, each on its own.
+pub fn analyze(log: &Log, domains: &[Domain], flows: &[super::flow::Flow]) -> Vec<Analysis> {
+    sessions(log)
+        .into_iter()
+        .map(|s| {
+            let e = &log.entries[s.range.clone()];
+            let mut a = analyze_session(e, domains);
+            let caps = e
+                .iter()
+                .find(|x| is_request(x, "initialize"))
+                .and_then(|x| params(x)?.get("capabilities"));
+            a.flows = flows.iter().map(|&f| super::flow::analyze(e, f, caps)).collect();
+            a.unreadable = log.unreadable;
+            a.session = Some(s);
+            a
+        })
+        .collect()
+}
+
+/// Whether every domain of every session reacted, and no flow failed.
+pub fn all_react(analyses: &[Analysis]) -> bool {
+    analyses.iter().all(|a| {
+        a.domains.iter().all(|d| d.verdict == Verdict::Reacts) && !a.flows.iter().any(|f| f.verdict.fails())
+    })
+}
+
+/// Analyses the entries of one session.
+fn analyze_session(entries: &[Entry], domains: &[Domain]) -> Analysis {
+    let v = View { e: entries };
     // The handshake: initialize or server/discover; a modern client may skip discover,
     // so failing both, its first request carrying the modern `_meta`.
     let init = v
@@ -286,11 +401,13 @@ pub fn analyze(log: &Log, domains: &[Domain]) -> Analysis {
         .as_ref()
         .map(|(n, v)| format!("{n} {}", v.as_deref().unwrap_or("?")));
     Analysis {
+        session: None,
         client,
         client_info,
-        entries: log.entries.len(),
-        unreadable: log.unreadable,
+        entries: entries.len(),
+        unreadable: 0,
         domains: domains.iter().map(|&d| domain(&v, init, d)).collect(),
+        flows: Vec::new(),
     }
 }
 
@@ -414,20 +531,70 @@ fn domain(v: &View, init: Option<usize>, d: Domain) -> DomainReport {
         .and_then(|(r, n)| ms_between(&v.e[n].ts, &v.e[r].ts));
     let relist_reply = relist.and_then(|r| v.reply(r));
     let (field, key) = d.list_fields();
-    let has_beta = relist_reply
-        .and_then(|r| v.result(r))
-        .and_then(|r| r.get(field))
-        .and_then(Value::as_array)
-        .is_some_and(|items| {
-            items
-                .iter()
-                .any(|it| it.get(key).and_then(Value::as_str) == Some(d.beta()))
-        });
+    let lists_beta = |reply: Option<usize>| {
+        reply
+            .and_then(|r| v.result(r))
+            .and_then(|r| r.get(field))
+            .and_then(Value::as_array)
+            .is_some_and(|items| {
+                items
+                    .iter()
+                    .any(|it| it.get(key).and_then(Value::as_str) == Some(d.beta()))
+            })
+    };
+    let has_beta = lists_beta(relist_reply);
+    // The client's habit before it was told: listing before every use, or polling. A re-list
+    // that is its habit is no reaction to the notification.
+    let told = notif.or(mutate).unwrap_or(end).min(v.e.len());
+    let lists_before = (0..told).filter(|&i| is_request(&v.e[i], lm)).count();
+    let uses_before: Vec<usize> = (0..told)
+        .filter(|&i| is_request(&v.e[i], d.use_method()) || is_request(&v.e[i], "tools/call"))
+        .collect();
+    let listed_first = uses_before
+        .iter()
+        .filter(|&&i| {
+            (0..i)
+                .rev()
+                .find(|&j| any_request(&v.e[j]))
+                .is_some_and(|j| is_request(&v.e[j], lm))
+        })
+        .count();
+    let habit = if uses_before.len() >= 2 && listed_first == uses_before.len() {
+        Some(format!(
+            "it lists before every call ({listed_first} of {} uses before the notification came right after a `{lm}`)",
+            uses_before.len()
+        ))
+    } else if lists_before >= 3 {
+        Some(format!(
+            "it polls ({lists_before} `{lm}` before the notification)"
+        ))
+    } else {
+        None
+    };
+    let in_window = gap.is_some_and(|ms| (0..=REACTION_WINDOW_MS).contains(&ms));
+    let prompted = relist.is_some() && in_window && habit.is_none();
+    let not_prompted_why = match (&habit, gap) {
+        (Some(h), _) => h.clone(),
+        (None, Some(_)) => format!("outside the {REACTION_WINDOW_MS} ms window"),
+        (None, None) => "no time between the two could be read".into(),
+    };
     let relist_answer = match (relist, gap) {
-        (Some(_), Some(ms)) => format!("yes, {ms} ms after the notification"),
-        (Some(_), None) => "yes".into(),
+        (Some(_), Some(ms)) if prompted => {
+            format!("yes, {ms} ms after the notification (within the {REACTION_WINDOW_MS} ms window)")
+        }
+        (Some(_), ms) => format!(
+            "re-listed, not prompted by the notification: {} after, {not_prompted_why}",
+            ms.map_or("?".into(), |ms| format!("{ms} ms"))
+        ),
         (None, _) => "no".into(),
     };
+    // Modern era without a listen stream: a re-list after the mutate, which nothing told it of.
+    let relist_unlistened = mutate
+        .filter(|_| modern && listen.is_none())
+        .and_then(|m| v.find(m + 1, end, |e| is_request(e, lm)));
+    let unlistened_ms = relist_unlistened
+        .zip(mutate)
+        .and_then(|(r, m)| ms_between(&v.e[m].ts, &v.e[r].ts));
     let q_relist;
     let q_hasbeta;
     if d == Domain::Tools {
@@ -507,7 +674,11 @@ fn domain(v: &View, init: Option<usize>, d: Domain) -> DomainReport {
     );
 
     // The verdict: the first question that settles it.
-    let nc = |question: usize, why: &str| Verdict::NotCompliant {
+    let dnr = |question: usize, why: &str| Verdict::DoesNotReact {
+        question,
+        why: why.to_string(),
+    };
+    let fault = |question: usize, why: &str| Verdict::ServerFault {
         question,
         why: why.to_string(),
     };
@@ -522,7 +693,7 @@ fn domain(v: &View, init: Option<usize>, d: Domain) -> DomainReport {
         )
     } else if let Some((q, false)) = q_adv {
         (
-            nc(q, "the server did not advertise listChanged"),
+            fault(q, "the server did not advertise listChanged"),
             "The server is at fault, not the client.".into(),
         )
     } else if list0.is_none() {
@@ -536,10 +707,19 @@ fn domain(v: &View, init: Option<usize>, d: Domain) -> DomainReport {
             "The cycle stopped before alpha was used.".into(),
         )
     } else if let Some(q) = q_listen.filter(|_| listen.is_none() && mutate.is_some()) {
-        (
-            nc(q, "the client never subscribed to list changes"),
-            "A modern client that opens no subscriptions/listen stream is never told that a list changed: it can only see changes by polling.".into(),
-        )
+        match relist_unlistened {
+            Some(r) if lists_beta(v.reply(r)) => (
+                dnr(q, "no listen stream: the client was never told of the change"),
+                format!(
+                    "A successful re-list without a listen stream: the client listed again {} after the mutate and saw beta, but no list_changed could reach it (it never opened subscriptions/listen); it found the change by listing.",
+                    unlistened_ms.map_or("?".into(), |ms| format!("{ms} ms"))
+                ),
+            ),
+            _ => (
+                dnr(q, "the client never subscribed to list changes"),
+                "A modern client that opens no subscriptions/listen stream is never told that a list changed: it can only see changes by polling.".into(),
+            ),
+        }
     } else if mutate.is_none() {
         (
             inc(q_mutate, "mutate was never called"),
@@ -550,13 +730,19 @@ fn domain(v: &View, init: Option<usize>, d: Domain) -> DomainReport {
             inc(q_notif, "no notification in the log"),
             "The log ends before the server's notification.".into(),
         )
+    } else if relist.is_none() && beta_after.is_some() {
+        (
+            dnr(q_relist, "the client used beta without re-listing"),
+            "The client learned of the change another way (the mutate result names beta, or it guessed): it used the new item without listing again, so list_changed played no part.".into(),
+        )
     } else if relist.is_none() && after_notif_activity {
         (
-            nc(
+            dnr(
                 q_relist,
                 "the client kept working after the notification and never re-listed",
             ),
-            "The client ignores list_changed: it keeps the list it fetched at session start.".into(),
+            "The client does not react to list_changed: it keeps the list it fetched at session start."
+                .into(),
         )
     } else if relist.is_none() {
         (
@@ -565,18 +751,26 @@ fn domain(v: &View, init: Option<usize>, d: Domain) -> DomainReport {
         )
     } else if relist_reply.is_some() && !has_beta {
         (
-            nc(q_hasbeta, "the re-list did not include beta"),
+            fault(q_hasbeta, "the re-list did not include beta"),
             "The server's list did not change: the server is at fault.".into(),
         )
     } else if !unmarked.is_empty() {
         (
-            nc(q_alpha_after, "alpha was still used after the notification"),
+            dnr(q_alpha_after, "alpha was still used after the notification"),
             "The client re-listed (or was told to) but did not invalidate its cache: it still offers the removed item.".into(),
         )
     } else if controls.iter().any(|&i| !v.reply(i).is_some_and(|r| v.failed(r))) {
         (
-            nc(q_alpha_after, "the server did not refuse alpha"),
+            fault(q_alpha_after, "the server did not refuse alpha"),
             "The server is at fault: a removed item still works.".into(),
+        )
+    } else if !prompted {
+        (
+            dnr(q_relist, "re-listed, not prompted by the notification"),
+            format!(
+                "The client listed again {} after the notification, but {not_prompted_why}: that re-list is its own pattern, not a reaction to list_changed.",
+                gap.map_or("?".into(), |ms| format!("{ms} ms"))
+            ),
         )
     } else if beta_after.is_none() {
         (
@@ -585,7 +779,7 @@ fn domain(v: &View, init: Option<usize>, d: Domain) -> DomainReport {
         )
     } else {
         (
-            Verdict::Compliant,
+            Verdict::Reacts,
             format!(
                 "The client re-listed {} after the notification and used the new item.",
                 gap.map_or("".into(), |ms| format!("{ms} ms"))
@@ -621,48 +815,105 @@ fn inert(text: &str) -> String {
     cell(text).replace('`', "'")
 }
 
-/// The analysis as markdown.
-pub fn markdown(a: &Analysis, log_name: &str) -> String {
+/// The analysis as markdown: every session of the log, each judged on its own.
+pub fn markdown(analyses: &[Analysis], log_name: &str) -> String {
     let mut s = String::new();
     s.push_str("# mcp-witness client analysis\n\n");
-    s.push_str(&format!("- Log: `{}` ({} entries", inert(log_name), a.entries));
-    if a.unreadable > 0 {
-        s.push_str(&format!(", {} unreadable lines skipped", a.unreadable));
+    let entries: usize = analyses.iter().map(|a| a.entries).sum();
+    s.push_str(&format!("- Log: `{}` ({entries} entries", inert(log_name)));
+    if let Some(u) = analyses.first().map(|a| a.unreadable).filter(|&u| u > 0) {
+        s.push_str(&format!(", {u} unreadable lines skipped"));
     }
     s.push_str(")\n");
-    s.push_str(&format!(
-        "- Client: {}\n",
-        a.client
-            .as_deref()
-            .map(inert)
-            .unwrap_or_else(|| "unknown (no clientInfo)".into())
-    ));
-    for d in &a.domains {
-        s.push_str(&format!("\n## Domain: {}\n\n", d.domain.name()));
-        s.push_str("| # | Question | Answer | Evidence |\n|---|---|---|---|\n");
-        for (i, r) in d.rows.iter().enumerate() {
-            let ev = r
-                .evidence
-                .as_ref()
-                .map_or("absent".into(), |(n, ts)| format!("log line {n}, {}", cell(ts)));
+    if analyses.len() > 1 {
+        s.push_str(&format!(
+            "- Sessions: {} (one per serve process or handshake), each judged on its own\n",
+            analyses.len()
+        ));
+    }
+    for a in analyses {
+        let many = analyses.len() > 1;
+        if let Some(ss) = a.session.as_ref().filter(|_| many) {
             s.push_str(&format!(
-                "| {} | {} | {} | {} |\n",
-                i + 1,
-                cell(&r.question),
-                cell(&r.answer),
-                ev
+                "\n# Session {} of {}: log lines {}–{}{}\n\n",
+                ss.index,
+                ss.of,
+                ss.first_line,
+                ss.last_line,
+                ss.pid.map_or(String::new(), |p| format!(", serve pid {p}"))
             ));
         }
-        let detail = match &d.verdict {
-            Verdict::Compliant => String::new(),
-            Verdict::NotCompliant { question, why } => format!(" (Q{question}: {why})"),
-            Verdict::Incomplete { missing } => format!(" ({missing})"),
-        };
         s.push_str(&format!(
-            "\n**Verdict: {}**{detail}. {}\n",
-            d.verdict.word(),
-            d.meaning
+            "- Client: {}\n",
+            a.client
+                .as_deref()
+                .map(inert)
+                .unwrap_or_else(|| "unknown (no clientInfo)".into())
         ));
+        let which = a
+            .session
+            .as_ref()
+            .filter(|_| many)
+            .map_or(String::new(), |ss| format!(" (session {})", ss.index));
+        for d in &a.domains {
+            s.push_str(&format!("\n## Domain: {}{which}\n\n", d.domain.name()));
+            s.push_str("| # | Question | Answer | Evidence |\n|---|---|---|---|\n");
+            for (i, r) in d.rows.iter().enumerate() {
+                let ev = r
+                    .evidence
+                    .as_ref()
+                    .map_or("absent".into(), |(n, ts)| format!("log line {n}, {}", cell(ts)));
+                s.push_str(&format!(
+                    "| {} | {} | {} | {} |\n",
+                    i + 1,
+                    cell(&r.question),
+                    cell(&r.answer),
+                    ev
+                ));
+            }
+            let detail = match &d.verdict {
+                Verdict::Reacts => String::new(),
+                Verdict::DoesNotReact { question, why } | Verdict::ServerFault { question, why } => {
+                    format!(" (Q{question}: {why})")
+                }
+                Verdict::Incomplete { missing } => format!(" ({missing})"),
+            };
+            s.push_str(&format!(
+                "\n**Verdict: {}**{detail}. {}\n\n{}\n",
+                d.verdict.word(),
+                d.meaning,
+                spec_line(d.domain)
+            ));
+        }
+        for f in &a.flows {
+            s.push_str(&format!("\n## Domain: {}{which}\n\n", f.flow.name()));
+            s.push_str("| # | Question | Answer | Evidence |\n|---|---|---|---|\n");
+            for (i, r) in f.rows.iter().enumerate() {
+                let ev = r
+                    .evidence
+                    .as_ref()
+                    .map_or("absent".into(), |(n, ts)| format!("log line {n}, {}", cell(ts)));
+                s.push_str(&format!(
+                    "| {} | {} | {} | {} |\n",
+                    i + 1,
+                    cell(&r.question),
+                    cell(&r.answer),
+                    ev
+                ));
+            }
+            let detail = match &f.verdict {
+                super::flow::FlowVerdict::NotHandled { question, why } => {
+                    format!(" (Q{question}: {})", cell(why))
+                }
+                super::flow::FlowVerdict::Incomplete { missing } => format!(" ({missing})"),
+                _ => String::new(),
+            };
+            s.push_str(&format!(
+                "\n**Verdict: {}**{detail}. {}\n",
+                f.verdict.word(),
+                f.meaning
+            ));
+        }
     }
     s
 }

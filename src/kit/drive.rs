@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::analyze::{self, Analysis, Verdict};
+use super::analyze::{self, Analysis};
+use super::flow::{Flow, FlowVerdict};
 use super::{Domain, NEGATIVE_CONTROL, STATUS_TOOL};
 use crate::mcp::EraChoice;
 use crate::rpc::{Reply, Rpc};
@@ -31,30 +32,34 @@ pub struct Step {
 /// The result for one domain.
 #[derive(Debug)]
 pub struct DomainRun {
-    pub domain: Domain,
+    /// The domain's name (a list_changed domain or a flow).
+    pub name: &'static str,
     pub era: Era,
     pub log: PathBuf,
     pub steps: Vec<Step>,
-    pub analysis: Option<Analysis>,
+    /// One analysis per session of the log (drive's own log holds one).
+    pub analysis: Option<Vec<Analysis>>,
 }
 
 impl DomainRun {
     pub fn passed(&self) -> bool {
         self.steps.iter().all(|s| s.ok)
-            && self
-                .analysis
-                .as_ref()
-                .is_some_and(|a| a.domains.iter().all(|d| d.verdict == Verdict::Compliant))
+            && self.analysis.as_ref().is_some_and(|a| {
+                a.len() == 1
+                    && analyze::all_react(a)
+                    && a.iter()
+                        .all(|s| s.flows.iter().all(|f| f.verdict == FlowVerdict::Handled))
+            })
     }
 }
 
-fn fresh_log(d: Domain, era: Era) -> PathBuf {
+fn fresh_log(name: &str, era: Era) -> PathBuf {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |t| t.as_nanos());
     std::env::temp_dir().join(format!(
         "mcp-witness-drive-{}-{}-{}-{nanos}.jsonl",
-        d.name(),
+        name,
         era.as_str(),
         std::process::id()
     ))
@@ -285,9 +290,9 @@ fn cycle(
 
 /// Runs the cycle for one domain against a fresh `serve`, in the given era.
 pub fn drive_domain(d: Domain, era: Era) -> DomainRun {
-    let log = fresh_log(d, era);
+    let log = fresh_log(d.name(), era);
     let mut run = DomainRun {
-        domain: d,
+        name: d.name(),
         era,
         log: log.clone(),
         steps: Vec::new(),
@@ -346,7 +351,7 @@ pub fn drive_domain(d: Domain, era: Era) -> DomainRun {
     }
     c.rpc.close(Grace::default());
     match analyze::read_log(&log) {
-        Ok(l) => run.analysis = Some(analyze::analyze(&l, &[d])),
+        Ok(l) => run.analysis = Some(analyze::analyze(&l, &[d], &[])),
         Err(e) => {
             run.steps.push(Step {
                 what: "read the log".into(),
@@ -364,7 +369,7 @@ pub fn report(runs: &[DomainRun]) -> String {
     for r in runs {
         s.push_str(&format!(
             "# drive: {} ({} era, log {})\n\n",
-            r.domain.name(),
+            r.name,
             r.era.as_str(),
             r.log.display()
         ));
@@ -383,7 +388,7 @@ pub fn report(runs: &[DomainRun]) -> String {
         }
         s.push_str(&format!(
             "drive {} ({}): {}\n\n",
-            r.domain.name(),
+            r.name,
             r.era.as_str(),
             if r.passed() { "PASS" } else { "FAIL" }
         ));
@@ -405,4 +410,473 @@ impl Connector for Spawner {
         rpc.close(Grace::default());
         String::new()
     }
+}
+
+/// Runs a flow (roots, elicitation) against a fresh `serve`, as a correct client would:
+/// declares the capability, calls the flow's ask tool and answers what serve asks (legacy: a
+/// server request; modern: `input_required`, answered by a retry with `inputResponses`).
+pub fn drive_flow(f: Flow, era: Era) -> DomainRun {
+    let log = fresh_log(f.name(), era);
+    let mut run = DomainRun {
+        name: f.name(),
+        era,
+        log: log.clone(),
+        steps: Vec::new(),
+        analysis: None,
+    };
+    let mut step = |what: &str, ok: bool, detail: String| {
+        run.steps.push(Step {
+            what: what.to_string(),
+            ok,
+            detail,
+        });
+        ok
+    };
+    let program = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            step("find mcp-witness", false, e.to_string());
+            return run;
+        }
+    };
+    let spec = SpawnSpec {
+        argv0: program.display().to_string(),
+        program,
+        args: vec!["serve".into(), "--log".into(), log.display().to_string()],
+        env: Vec::new(),
+        cwd: None,
+        max_line: crate::wire::framing::DEFAULT_MAX_LINE,
+    };
+    let server = match Server::spawn(&spec) {
+        Ok(s) => s,
+        Err(e) => {
+            step("spawn serve", false, e.to_string());
+            return run;
+        }
+    };
+    let mut rpc = Rpc::new(Box::new(server));
+    let mut caps = serde_json::Map::new();
+    caps.insert(f.name().into(), f.control_capability());
+    let caps = Value::Object(caps);
+    let info = json!({"name": DRIVER_NAME, "version": env!("CARGO_PKG_VERSION")});
+    let call = json!({"name": f.ask_tool(), "arguments": {}});
+    let done = |r: &Result<Reply, crate::rpc::NoReply>| {
+        matches!(r, Ok(Reply::Result(v)) if v.get("isError") != Some(&Value::Bool(true))
+            && v.pointer("/content/0/text").and_then(Value::as_str)
+                .is_some_and(|t| t.starts_with(&format!("{} answered: ", f.method()))))
+    };
+    if f == Flow::Logging {
+        drive_logging(&mut rpc, era, info, &mut step);
+    } else if f == Flow::Completion {
+        drive_completion(&mut rpc, era, info, &mut step);
+    } else if f == Flow::Subscriptions {
+        drive_subscriptions(&mut rpc, era, info, &mut step);
+    } else if f == Flow::Progress {
+        drive_progress(&mut rpc, era, info, &mut step);
+    } else {
+        match era {
+            Era::Legacy => {
+                rpc.answers = vec![(f.method(), f.control_answer())];
+                let init = rpc.request(
+                    "initialize",
+                    Some(json!({"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": info})),
+                    TIMEOUT,
+                );
+                if step(
+                    &format!("initialize declaring `{}`", f.name()),
+                    succeeded(&init),
+                    describe(&init),
+                ) {
+                    rpc.notify("notifications/initialized", None);
+                    let r = rpc.request("tools/call", Some(call), TIMEOUT);
+                    step(
+                        &format!(
+                            "{} is answered after serve's {} was answered",
+                            f.ask_tool(),
+                            f.method()
+                        ),
+                        done(&r),
+                        describe(&r),
+                    );
+                }
+            }
+            Era::Modern => {
+                let meta = json!({
+                    crate::mcp::meta::PROTOCOL_VERSION: crate::mcp::DEFAULT_MODERN,
+                    crate::mcp::meta::CLIENT_CAPABILITIES: caps,
+                    crate::mcp::meta::CLIENT_INFO: info,
+                });
+                let mut first = call.clone();
+                first["_meta"] = meta.clone();
+                let r = rpc.request("tools/call", Some(first), TIMEOUT);
+                let state = match &r {
+                    Ok(Reply::Result(v))
+                        if v.get("resultType") == Some(&Value::from("input_required"))
+                            && v.pointer(&format!("/inputRequests/{}/method", f.name()))
+                                == Some(&Value::from(f.method())) =>
+                    {
+                        v.get("requestState").cloned()
+                    }
+                    _ => None,
+                };
+                if step(
+                    &format!("{} answers input_required asking {}", f.ask_tool(), f.method()),
+                    state.is_some(),
+                    describe(&r),
+                ) {
+                    let mut retry = call;
+                    retry["_meta"] = meta;
+                    let mut responses = serde_json::Map::new();
+                    responses.insert(f.name().into(), json!({"result": f.control_answer()}));
+                    retry["inputResponses"] = Value::Object(responses);
+                    retry["requestState"] = state.unwrap_or(Value::Null);
+                    // A new request: Rpc gives it a new id, as a retry MUST have.
+                    let r = rpc.request("tools/call", Some(retry), TIMEOUT);
+                    step(
+                        "the retry with inputResponses completes the call",
+                        done(&r),
+                        describe(&r),
+                    );
+                }
+            }
+        }
+    }
+    rpc.close(Grace::default());
+    match analyze::read_log(&log) {
+        Ok(l) => run.analysis = Some(analyze::analyze(&l, &[], &[f])),
+        Err(e) => {
+            run.steps.push(Step {
+                what: "read the log".into(),
+                ok: false,
+                detail: e.to_string(),
+            });
+        }
+    }
+    run
+}
+
+/// The logging flow as a correct client runs it: sets the level to debug (legacy
+/// `logging/setLevel`; modern: the request's `_meta` logLevel), receives all eight levels
+/// during the call, and goes on with another request.
+fn drive_logging(rpc: &mut Rpc, era: Era, info: Value, step: &mut impl FnMut(&str, bool, String) -> bool) {
+    let call = json!({"name": Flow::Logging.ask_tool(), "arguments": {}});
+    let status = json!({"name": STATUS_TOOL, "arguments": {}});
+    let (call, status) = match era {
+        Era::Legacy => {
+            let init = rpc.request(
+                "initialize",
+                Some(json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": info})),
+                TIMEOUT,
+            );
+            let logs = matches!(&init, Ok(Reply::Result(v)) if v.pointer("/capabilities/logging").is_some());
+            if !step("initialize (server declares logging)", logs, describe(&init)) {
+                return;
+            }
+            rpc.notify("notifications/initialized", None);
+            let set = rpc.request("logging/setLevel", Some(json!({"level": "debug"})), TIMEOUT);
+            if !step("logging/setLevel debug", succeeded(&set), describe(&set)) {
+                return;
+            }
+            (call, status)
+        }
+        Era::Modern => {
+            let meta = json!({
+                crate::mcp::meta::PROTOCOL_VERSION: crate::mcp::DEFAULT_MODERN,
+                crate::mcp::meta::CLIENT_CAPABILITIES: {},
+                crate::mcp::meta::CLIENT_INFO: info,
+            });
+            let (mut c, mut s) = (call, status);
+            c["_meta"] = meta.clone();
+            c["_meta"][super::serve::META_LOG_LEVEL] = json!("debug");
+            s["_meta"] = meta;
+            (c, s)
+        }
+    };
+    let before = rpc.traffic.log_messages;
+    let r = rpc.request("tools/call", Some(call), TIMEOUT);
+    let got = rpc.traffic.log_messages - before;
+    step(
+        &format!("{} sends all eight levels", Flow::Logging.ask_tool()),
+        succeeded(&r) && got == 8,
+        format!("{got} message(s); {}", describe(&r)),
+    );
+    let s = rpc.request("tools/call", Some(status), TIMEOUT);
+    step(
+        "the session goes on (status answered)",
+        succeeded(&s),
+        describe(&s),
+    );
+}
+
+/// The completion flow as a correct client runs it: completes `language` from a prefix, then
+/// `framework` with `context.arguments` naming the language chosen, then fetches the prompt
+/// with the suggested values.
+fn drive_completion(rpc: &mut Rpc, era: Era, info: Value, step: &mut impl FnMut(&str, bool, String) -> bool) {
+    let meta = match era {
+        Era::Legacy => {
+            let init = rpc.request(
+                "initialize",
+                Some(json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": info})),
+                TIMEOUT,
+            );
+            let completes =
+                matches!(&init, Ok(Reply::Result(v)) if v.pointer("/capabilities/completions").is_some());
+            if !step(
+                "initialize (server declares completions)",
+                completes,
+                describe(&init),
+            ) {
+                return;
+            }
+            rpc.notify("notifications/initialized", None);
+            None
+        }
+        Era::Modern => Some(json!({
+            crate::mcp::meta::PROTOCOL_VERSION: crate::mcp::DEFAULT_MODERN,
+            crate::mcp::meta::CLIENT_CAPABILITIES: {},
+            crate::mcp::meta::CLIENT_INFO: info,
+        })),
+    };
+    let req = |rpc: &mut Rpc, method: &str, mut params: Value| {
+        if let Some(m) = &meta {
+            params["_meta"] = m.clone();
+        }
+        rpc.request(method, Some(params), TIMEOUT)
+    };
+    let prompt = super::flow::COMPLETE_PROMPT;
+    let values = |r: &Result<Reply, crate::rpc::NoReply>| -> Vec<String> {
+        match r {
+            Ok(Reply::Result(v)) => v
+                .pointer("/completion/values")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    };
+    let r = req(
+        rpc,
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": prompt}, "argument": {"name": "language", "value": "ru"}}),
+    );
+    let languages = values(&r);
+    if !step(
+        "completion/complete language `ru` suggests rust",
+        languages == ["rust"],
+        describe(&r),
+    ) {
+        return;
+    }
+    let r = req(
+        rpc,
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": prompt}, "argument": {"name": "framework", "value": ""},
+            "context": {"arguments": {"language": "rust"}}}),
+    );
+    let frameworks = values(&r);
+    if !step(
+        "completion/complete framework with context.arguments language=rust suggests rust frameworks",
+        frameworks == ["actix", "axum"],
+        describe(&r),
+    ) {
+        return;
+    }
+    let r = req(
+        rpc,
+        "prompts/get",
+        json!({"name": prompt, "arguments": {"language": "rust", "framework": frameworks[0]}}),
+    );
+    step(
+        "prompts/get with the suggested values succeeds",
+        succeeded(&r),
+        describe(&r),
+    );
+}
+
+/// Waits (bounded) until a notification named `method` has been seen; how many were.
+fn wait_for_notification(rpc: &mut Rpc, method: &str, wait: Duration) -> usize {
+    let start = Instant::now();
+    let count = |rpc: &Rpc| rpc.traffic.notifications.iter().filter(|n| *n == method).count();
+    while count(rpc) == 0 && start.elapsed() < wait {
+        let slice = wait
+            .saturating_sub(start.elapsed())
+            .min(Duration::from_millis(10));
+        let _ = rpc.wait_reply(&|_| false, slice);
+    }
+    count(rpc)
+}
+
+/// The subscriptions flow as a correct client runs it: subscribes to the counter resource
+/// (legacy `resources/subscribe`; modern `subscriptions/listen` with `resourceSubscriptions`),
+/// touches it, waits for `notifications/resources/updated`, re-reads it, unsubscribes.
+fn drive_subscriptions(
+    rpc: &mut Rpc,
+    era: Era,
+    info: Value,
+    step: &mut impl FnMut(&str, bool, String) -> bool,
+) {
+    let counter = super::serve::COUNTER;
+    let meta = match era {
+        Era::Legacy => {
+            let init = rpc.request(
+                "initialize",
+                Some(json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": info})),
+                TIMEOUT,
+            );
+            let subscribable = matches!(&init, Ok(Reply::Result(v))
+                if v.pointer("/capabilities/resources/subscribe") == Some(&Value::Bool(true)));
+            if !step(
+                "initialize (server declares resources.subscribe)",
+                subscribable,
+                describe(&init),
+            ) {
+                return;
+            }
+            rpc.notify("notifications/initialized", None);
+            let sub = rpc.request("resources/subscribe", Some(json!({"uri": counter})), TIMEOUT);
+            if !step(
+                &format!("resources/subscribe {counter}"),
+                succeeded(&sub),
+                describe(&sub),
+            ) {
+                return;
+            }
+            None
+        }
+        Era::Modern => Some(json!({
+            crate::mcp::meta::PROTOCOL_VERSION: crate::mcp::DEFAULT_MODERN,
+            crate::mcp::meta::CLIENT_CAPABILITIES: {},
+            crate::mcp::meta::CLIENT_INFO: info,
+        })),
+    };
+    let with_meta = |mut p: Value| {
+        if let Some(m) = &meta {
+            p["_meta"] = m.clone();
+        }
+        p
+    };
+    let mut listen = None;
+    if meta.is_some() {
+        let params = with_meta(json!({"notifications": {"resourceSubscriptions": [counter]}}));
+        listen = rpc.request_nowait("subscriptions/listen", Some(params));
+        let acks = wait_for_notification(rpc, "notifications/subscriptions/acknowledged", NOTIFY_WAIT);
+        if !step(
+            &format!("subscriptions/listen resourceSubscriptions [{counter}] is acknowledged"),
+            listen.is_some() && acks == 1,
+            format!("{acks} acknowledgement(s)"),
+        ) {
+            return;
+        }
+    }
+    rpc.traffic.notifications.clear();
+    let touch = rpc.request(
+        "tools/call",
+        Some(with_meta(
+            json!({"name": Flow::Subscriptions.ask_tool(), "arguments": {}}),
+        )),
+        TIMEOUT,
+    );
+    if !step(
+        "witness_touch_resource succeeds",
+        succeeded(&touch),
+        describe(&touch),
+    ) {
+        return;
+    }
+    let got = wait_for_notification(rpc, "notifications/resources/updated", NOTIFY_WAIT);
+    if !step(
+        "notifications/resources/updated arrives once",
+        got == 1,
+        format!("{got}"),
+    ) {
+        return;
+    }
+    let read = rpc.request(
+        "resources/read",
+        Some(with_meta(json!({"uri": counter}))),
+        TIMEOUT,
+    );
+    let fresh = matches!(&read, Ok(Reply::Result(v))
+        if v.pointer("/contents/0/text") == Some(&Value::from("count 1")));
+    step("the re-read has the new text (count 1)", fresh, describe(&read));
+    match listen {
+        Some(id) => {
+            rpc.notify(
+                "notifications/cancelled",
+                Some(json!({"requestId": id, "reason": "drive done"})),
+            );
+        }
+        None => {
+            let un = rpc.request("resources/unsubscribe", Some(json!({"uri": counter})), TIMEOUT);
+            step("resources/unsubscribe", succeeded(&un), describe(&un));
+        }
+    }
+}
+
+/// The progress flow as a correct client runs it: calls the slow tool with a fresh
+/// `progressToken`, waits while the three progress notifications come, gives up with
+/// `notifications/cancelled` naming the call, and goes on (serve's late reply is ignored).
+fn drive_progress(rpc: &mut Rpc, era: Era, info: Value, step: &mut impl FnMut(&str, bool, String) -> bool) {
+    let mut meta = json!({"progressToken": "drive-progress-1"});
+    match era {
+        Era::Legacy => {
+            let init = rpc.request(
+                "initialize",
+                Some(json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": info})),
+                TIMEOUT,
+            );
+            if !step("initialize", succeeded(&init), describe(&init)) {
+                return;
+            }
+            rpc.notify("notifications/initialized", None);
+        }
+        Era::Modern => {
+            meta[crate::mcp::meta::PROTOCOL_VERSION] = json!(crate::mcp::DEFAULT_MODERN);
+            meta[crate::mcp::meta::CLIENT_CAPABILITIES] = json!({});
+            meta[crate::mcp::meta::CLIENT_INFO] = info;
+        }
+    }
+    rpc.traffic.notifications.clear();
+    let call = json!({"name": Flow::Progress.ask_tool(), "arguments": {}, "_meta": meta.clone()});
+    let Some(id) = rpc.request_nowait("tools/call", Some(call)) else {
+        step("send the slow call", false, "the pipe to serve is closed".into());
+        return;
+    };
+    let start = Instant::now();
+    let count = |rpc: &Rpc| {
+        rpc.traffic
+            .notifications
+            .iter()
+            .filter(|n| *n == "notifications/progress")
+            .count()
+    };
+    while count(rpc) < 3 && start.elapsed() < NOTIFY_WAIT {
+        let _ = rpc.wait_reply(&|_| false, Duration::from_millis(10));
+    }
+    let got = count(rpc);
+    if !step(
+        "three progress notifications arrive while the call is open",
+        got == 3,
+        format!("{got}"),
+    ) {
+        return;
+    }
+    rpc.notify(
+        "notifications/cancelled",
+        Some(json!({"requestId": id, "reason": "drive gives up on the slow call"})),
+    );
+    let mut status = json!({"name": STATUS_TOOL, "arguments": {}});
+    if era == Era::Modern {
+        let mut m = meta;
+        if let Some(o) = m.as_object_mut() {
+            o.remove("progressToken");
+        }
+        status["_meta"] = m;
+    }
+    let r = rpc.request("tools/call", Some(status), TIMEOUT);
+    step(
+        "after cancelling, the session goes on (the late reply is ignored)",
+        succeeded(&r),
+        describe(&r),
+    );
 }

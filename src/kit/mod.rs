@@ -1,9 +1,11 @@
 //! The client kit: an instrumented stdio server (`serve`), a control client that drives it
-//! as a correct client would (`drive`), and an analysis of the server's log that answers
-//! whether a client honoured `notifications/*/list_changed` (`analyze`).
+//! as a correct client would (`drive`), and an analysis of the server's log that answers,
+//! per session, whether a client reacted to `notifications/*/list_changed` and how it handled
+//! the flows of `flow` (roots, elicitation) (`analyze`).
 
 pub mod analyze;
 pub mod drive;
+pub mod flow;
 pub mod record;
 pub mod serve;
 pub mod serve_http;

@@ -1,6 +1,8 @@
-//! `serve`: an instrumented stdio MCP server (legacy handshake era). Every line in both
-//! directions goes to a JSON-lines log as it happens, one write per entry, so a SIGTERM or
-//! SIGINT loses nothing already exchanged.
+//! `serve`: an instrumented stdio MCP server (legacy handshake and 2026-07-28 eras). Every
+//! line in both directions goes to a JSON-lines log as it happens, one write per entry, so a
+//! SIGTERM or SIGINT loses nothing already exchanged; each process and each session begins
+//! with an entry of its own. Besides the list_changed cycle it asks the client for the flows
+//! of `kit::flow` (roots, elicitation) when their ask tool is called.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -8,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use super::flow::{self, COMPLETE_PROMPT, Flow};
 use super::{Domain, STATUS_TOOL};
 use crate::wire::framing::{self, Frame, LineKind, Splitter};
 
@@ -47,6 +50,17 @@ impl Log {
         let file =
             crate::files::open_append(path, "serve log").map_err(|e| io::Error::other(e.to_string()))?;
         Ok(Log { file })
+    }
+
+    /// Writes a marker entry (`dir` is `start` or `session`): where a process or a session
+    /// begins, so `analyze` judges each session on its own.
+    pub fn mark(&mut self, dir: &str, info: Value) {
+        let ts = crate::clock::now().rfc3339;
+        let mut text = serde_json::to_vec(&json!({"ts": ts, "dir": dir, "info": info}))
+            .expect("serializing a Value cannot fail");
+        text.push(b'\n');
+        let _ = self.file.write_all(&text);
+        let _ = self.file.flush();
     }
 
     /// Writes one entry for a line seen in direction `dir` (`in` or `out`).
@@ -112,6 +126,8 @@ pub fn listen_field(d: Domain) -> &'static str {
 struct Listen {
     id: Value,
     wants: [bool; 3],
+    /// The stream subscribed to updates of the counter resource.
+    counter: bool,
 }
 
 /// Which set each domain is in, and who gets told when it changes.
@@ -120,6 +136,21 @@ struct State {
     mutated: [bool; 3],
     /// A legacy `initialize` was answered: list_changed goes out untagged.
     initialized: bool,
+    /// The session's start entry is written (at `initialize`, or at the first modern request).
+    session_marked: bool,
+    /// The capabilities of the legacy `initialize`.
+    caps: Value,
+    /// Legacy flow questions sent and not yet answered: (our request id, the call id, flow).
+    asked: Vec<(Value, Value, Flow)>,
+    /// Questions sent so far (request ids `witness-<flow>-<n>`).
+    questions: u64,
+    /// The level set with `logging/setLevel` (legacy).
+    log_level: Option<String>,
+    /// The counter resource's value, and whether a legacy client subscribed to it.
+    counter: u64,
+    subscribed: bool,
+    /// Slow calls still open: their id and era.
+    slow: Vec<(Value, bool)>,
     listens: Vec<Listen>,
 }
 
@@ -192,8 +223,8 @@ impl<W: Write> Serve<W> {
         };
         let method = match msg.get("method") {
             Some(Value::String(m)) => m.as_str(),
-            // A response from the client: nothing to do.
-            None => return Ok(()),
+            // A response from the client: the answer to a flow question, or nothing to do.
+            None => return self.on_answer(&msg),
             Some(_) => {
                 let id = msg.get("id").cloned().unwrap_or(Value::Null);
                 return self.send(json!({"jsonrpc": "2.0", "id": id,
@@ -203,8 +234,7 @@ impl<W: Write> Serve<W> {
         let id = match msg.get("id") {
             Some(id) if !id.is_null() => id.clone(),
             _ => {
-                self.on_notification(method, msg.get("params"));
-                return Ok(());
+                return self.on_notification(method, msg.get("params"));
             }
         };
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
@@ -232,9 +262,24 @@ impl<W: Write> Serve<W> {
             "subscriptions/listen" if modern => return self.listen(id, &params),
             _ => {}
         }
+        if !self.state.session_marked && (modern || method == "initialize") {
+            // One session per process on stdio; its era is known at its first handshake.
+            self.state.session_marked = true;
+            let era = if modern { "modern" } else { "legacy" };
+            self.log
+                .mark("session", json!({"pid": std::process::id(), "era": era}));
+        }
+        if method == "tools/call"
+            && let Some(f) = Flow::WITH_TOOL
+                .into_iter()
+                .find(|f| params.get("name").and_then(Value::as_str) == Some(f.ask_tool()))
+        {
+            return self.ask(id, f, &params, modern);
+        }
         let (reply, mutated) = self.handle(method, &params);
         if method == "initialize" && reply.is_ok() {
             self.state.initialized = true;
+            self.state.caps = params.get("capabilities").cloned().unwrap_or(Value::Null);
         }
         self.reply(id, reply, modern)?;
         if let Some(d) = mutated {
@@ -244,12 +289,172 @@ impl<W: Write> Serve<W> {
     }
 
     /// Handles a notification from the client: only cancellation of a listen matters.
-    fn on_notification(&mut self, method: &str, params: Option<&Value>) {
+    /// A cancelled slow call gets a late reply on purpose (marked in its `_meta`), so the log
+    /// shows whether the client ignores it.
+    fn on_notification(&mut self, method: &str, params: Option<&Value>) -> io::Result<()> {
         if method == "notifications/cancelled"
             && let Some(rid) = params.and_then(|p| p.get("requestId"))
         {
             self.state.listens.retain(|l| &l.id != rid);
+            if let Some(at) = self.state.slow.iter().position(|(id, _)| id == rid) {
+                let (id, modern) = self.state.slow.remove(at);
+                let mut r = json!({"content": [{"type": "text", "text": "late reply to a cancelled call: a client ignores it"}]});
+                r["_meta"] = json!({ LATE_REPLY: true });
+                return self.reply(id, Ok(r), modern);
+            }
         }
+        Ok(())
+    }
+
+    /// A call of a flow's ask tool. Legacy: sends the flow's request to the client (the call
+    /// is answered when the client answers). Modern: answers `input_required` with the
+    /// request in `inputRequests`, or, on the retry carrying `inputResponses`, the outcome.
+    fn ask(&mut self, id: Value, f: Flow, params: &Value, modern: bool) -> io::Result<()> {
+        if f == Flow::Logging {
+            return self.log_all_levels(id, params, modern);
+        }
+        if f == Flow::Progress {
+            // Reports progress, then never finishes by itself: the client has to give up.
+            if self.state.slow.len() >= MAX_ASKED {
+                let why = "too many slow calls open: cancel the open ones first";
+                return self.reply(id, Ok(tool_error(why.into())), modern);
+            }
+            if let Some(token) = params.pointer("/_meta/progressToken").cloned() {
+                for k in 1..=3 {
+                    self.send(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": {"progressToken": token, "progress": k, "total": 5,
+                                   "message": format!("step {k} of 5")}}))?;
+                }
+            }
+            self.state.slow.push((id, modern));
+            return Ok(());
+        }
+        if f == Flow::Subscriptions {
+            // Adds one to the counter, answers, then tells every subscriber.
+            self.state.counter += 1;
+            let text = format!("{COUNTER} is now count {}", self.state.counter);
+            self.reply(
+                id,
+                Ok(json!({"content": [{"type": "text", "text": text}]})),
+                modern,
+            )?;
+            let updated = |tag: Option<&Value>| {
+                let mut p = json!({"uri": COUNTER});
+                if let Some(t) = tag {
+                    p["_meta"] = json!({ META_SUBSCRIPTION: t });
+                }
+                json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": p})
+            };
+            if self.state.subscribed {
+                self.send(updated(None))?;
+            }
+            let ids: Vec<Value> = self
+                .state
+                .listens
+                .iter()
+                .filter(|l| l.counter)
+                .map(|l| l.id.clone())
+                .collect();
+            for lid in ids {
+                self.send(updated(Some(&lid)))?;
+            }
+            return Ok(());
+        }
+        let caps = if modern {
+            params.pointer(&format!("/_meta/{}", META_CAPS.replace('/', "~1")))
+        } else {
+            Some(&self.state.caps)
+        };
+        let (declared, _) = f.declared(caps);
+        if !declared {
+            let why = format!(
+                "the client did not declare the `{}` capability, so this server does not send {}: declare it ({}) to be asked",
+                f.name(),
+                f.method(),
+                if modern {
+                    "in _meta clientCapabilities"
+                } else {
+                    "in initialize"
+                }
+            );
+            return self.reply(id, Ok(tool_error(why)), modern);
+        }
+        if modern {
+            let answer = params.get("inputResponses").and_then(|r| r.get(f.name()));
+            let Some(answer) = answer else {
+                let mut requests = serde_json::Map::new();
+                requests.insert(
+                    f.name().into(),
+                    json!({"method": f.method(), "params": f.request_params()}),
+                );
+                let result = json!({"resultType": "input_required", "inputRequests": requests,
+                    "requestState": f.request_state()});
+                return self.reply(id, Ok(result), true);
+            };
+            let result = answer.get("result").unwrap_or(answer);
+            let state_ok =
+                params.get("requestState").and_then(Value::as_str) == Some(f.request_state().as_str());
+            let outcome = if state_ok {
+                outcome(f, Some(result), None)
+            } else {
+                tool_error(format!(
+                    "requestState missing or changed: send back the requestState `{}` of the input_required result",
+                    f.request_state()
+                ))
+            };
+            return self.reply(id, Ok(outcome), true);
+        }
+        if self.state.asked.len() >= MAX_ASKED {
+            let why = "too many questions unanswered: answer the open ones first";
+            return self.reply(id, Ok(tool_error(why.into())), false);
+        }
+        self.state.questions += 1;
+        let qid = Value::from(format!("witness-{}-{}", f.name(), self.state.questions));
+        self.state.asked.push((qid.clone(), id, f));
+        self.send(json!({"jsonrpc": "2.0", "id": qid, "method": f.method(), "params": f.request_params()}))
+    }
+
+    /// The logging flow: one `notifications/message` per level at or above the client's
+    /// level (legacy: `logging/setLevel`, all eight if none was set; modern: the request's
+    /// `_meta` logLevel, none without it), then the call's result naming what was sent.
+    fn log_all_levels(&mut self, id: Value, params: &Value, modern: bool) -> io::Result<()> {
+        let level = if modern {
+            params
+                .pointer(&format!("/_meta/{}", META_LOG_LEVEL.replace('/', "~1")))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        } else {
+            Some(self.state.log_level.clone().unwrap_or_else(|| "debug".into()))
+        };
+        let from = level.as_deref().and_then(|l| LEVELS.iter().position(|x| *x == l));
+        let sent: Vec<&str> = from.map_or(Vec::new(), |i| LEVELS[i..].to_vec());
+        for l in &sent {
+            self.send(json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": l, "logger": "mcp-witness", "data": format!("a message at level {l}")}}))?;
+        }
+        let text = if sent.is_empty() {
+            "sent 0 messages: the request did not opt in with a log level".to_string()
+        } else {
+            format!("sent {} message(s): {}", sent.len(), sent.join(", "))
+        };
+        self.reply(
+            id,
+            Ok(json!({"content": [{"type": "text", "text": text}]})),
+            modern,
+        )
+    }
+
+    /// A response from the client: if it answers a flow question, the waiting call is answered.
+    fn on_answer(&mut self, msg: &Value) -> io::Result<()> {
+        let Some(rid) = msg.get("id") else {
+            return Ok(());
+        };
+        let Some(at) = self.state.asked.iter().position(|(q, _, _)| q == rid) else {
+            return Ok(());
+        };
+        let (_, call, f) = self.state.asked.remove(at);
+        let r = outcome(f, msg.get("result"), msg.get("error"));
+        self.reply(call, Ok(r), false)
     }
 
     /// Sends the reply to request `id`; a modern reply carries `resultType` and serverInfo.
@@ -258,16 +463,22 @@ impl<W: Write> Serve<W> {
         match reply {
             Ok(mut result) => {
                 if modern && result.is_object() {
-                    result["resultType"] = json!("complete");
+                    if result.get("resultType").is_none() {
+                        result["resultType"] = json!("complete");
+                    }
                     result["_meta"] = json!({ META_SERVER: server_info() });
+                    // Lists are cacheable for long: a client has to rely on list_changed. Reads
+                    // of items that can change have a cache lifetime of 0 (the field is a MUST),
+                    // so a client that uses a removed item asks again and the log shows it.
                     if result.get("tools").is_some()
                         || result.get("resources").is_some()
                         || result.get("prompts").is_some()
-                        || result.get("contents").is_some()
                         || result.get("resourceTemplates").is_some()
                     {
-                        // Cacheable for long: a client has to rely on list_changed.
                         result["ttlMs"] = json!(300_000);
+                        result["cacheScope"] = json!("public");
+                    } else if result.get("contents").is_some() {
+                        result["ttlMs"] = json!(0);
                         result["cacheScope"] = json!("public");
                     }
                 }
@@ -298,10 +509,18 @@ impl<W: Write> Serve<W> {
                 agreed.insert(field.into(), Value::Bool(true));
             }
         }
-        // resourceSubscriptions is not agreed to: this server has no resources.subscribe.
+        // Of resourceSubscriptions, only the counter resource is agreed to: it alone changes.
+        let counter = asked
+            .and_then(|a| a.get("resourceSubscriptions"))
+            .and_then(Value::as_array)
+            .is_some_and(|uris| uris.iter().any(|u| u.as_str() == Some(COUNTER)));
+        if counter {
+            agreed.insert("resourceSubscriptions".into(), json!([COUNTER]));
+        }
         self.state.listens.push(Listen {
             id: id.clone(),
             wants,
+            counter,
         });
         self.send(
             json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
@@ -356,8 +575,10 @@ impl<W: Write> Serve<W> {
                     "protocolVersion": version,
                     "capabilities": {
                         "tools": {"listChanged": true},
-                        "resources": {"listChanged": true},
+                        "resources": {"listChanged": true, "subscribe": true},
                         "prompts": {"listChanged": true},
+                        "logging": {},
+                        "completions": {},
                     },
                     "serverInfo": server_info(),
                     "instructions": "Instrumented server of mcp-witness: every message is logged to test how the client handles list_changed notifications.",
@@ -367,19 +588,44 @@ impl<W: Write> Serve<W> {
                 "supportedVersions": [MODERN_VERSION],
                 "capabilities": {
                     "tools": {"listChanged": true},
-                    "resources": {"listChanged": true},
+                    "resources": {"listChanged": true, "subscribe": true},
                     "prompts": {"listChanged": true},
+                    "logging": {},
+                    "completions": {},
                 },
                 "instructions": "Instrumented server of mcp-witness: every message is logged to test how the client handles list_changed notifications.",
                 "ttlMs": 300_000,
                 "cacheScope": "public",
             })),
             "ping" => Ok(json!({})),
+            "logging/setLevel" => match params.get("level").and_then(Value::as_str) {
+                Some(l) if LEVELS.contains(&l) => {
+                    self.state.log_level = Some(l.to_string());
+                    Ok(json!({}))
+                }
+                _ => Err((-32602, format!("level must be one of {}", LEVELS.join(", ")))),
+            },
             "tools/list" => Ok(json!({"tools": self.tools()})),
             "resources/list" => {
                 let uri = self.state.current(Domain::Resources);
                 let name = uri.replace("://", "-");
-                Ok(json!({"resources": [{"uri": uri, "name": name, "mimeType": "text/plain"}]}))
+                Ok(
+                    json!({"resources": [{"uri": uri, "name": name, "mimeType": "text/plain"},
+                    {"uri": COUNTER, "name": "probe-counter", "mimeType": "text/plain",
+                     "description": "A counter: witness_touch_resource adds one and tells subscribers."}]}),
+                )
+            }
+            "resources/subscribe" | "resources/unsubscribe" => {
+                match params.get("uri").and_then(Value::as_str) {
+                    Some(COUNTER) => {
+                        self.state.subscribed = method == "resources/subscribe";
+                        Ok(json!({}))
+                    }
+                    _ => Err((
+                        -32602,
+                        format!("only {COUNTER} can be subscribed to: it is the one resource that changes"),
+                    )),
+                }
             }
             "resources/templates/list" => Ok(json!({"resourceTemplates": []})),
             "prompts/list" => {
@@ -389,10 +635,32 @@ impl<W: Write> Serve<W> {
                 } else {
                     "alpha"
                 };
-                Ok(
-                    json!({"prompts": [{"name": name, "description": format!("The {which} prompt of mcp-witness serve")}]}),
-                )
+                Ok(json!({"prompts": [
+                    {"name": name, "description": format!("The {which} prompt of mcp-witness serve")},
+                    {"name": COMPLETE_PROMPT, "description": Flow::Completion.tool_description(),
+                     "arguments": [{"name": "language", "required": true}, {"name": "framework", "required": true}]},
+                ]}))
             }
+            "completion/complete" => {
+                let prompt = params.pointer("/ref/type").and_then(Value::as_str) == Some("ref/prompt")
+                    && params.pointer("/ref/name").and_then(Value::as_str) == Some(COMPLETE_PROMPT);
+                let arg = params.pointer("/argument/name").and_then(Value::as_str);
+                let prefix = params.pointer("/argument/value").and_then(Value::as_str);
+                match (prompt, arg, prefix) {
+                    (true, Some(a), Some(p)) => {
+                        let values = flow::completions(a, p, params.pointer("/context/arguments"));
+                        Ok(json!({"completion": {"values": values, "total": values.len(), "hasMore": false}}))
+                    }
+                    (false, _, _) => Err((
+                        -32602,
+                        format!("no completions: ref must be {{type: ref/prompt, name: {COMPLETE_PROMPT}}}"),
+                    )),
+                    _ => Err((-32602, "argument must have a string name and value".into())),
+                }
+            }
+            "resources/read" if params.get("uri").and_then(Value::as_str) == Some(COUNTER) => Ok(
+                json!({"contents": [{"uri": COUNTER, "mimeType": "text/plain", "text": format!("count {}", self.state.counter)}]}),
+            ),
             "resources/read" => {
                 let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
                 if uri == self.state.current(Domain::Resources) {
@@ -405,6 +673,24 @@ impl<W: Write> Serve<W> {
                         "text": format!("I am the {which} resource")}]}))
                 } else {
                     Err((-32002, format!("Resource not found: {uri}")))
+                }
+            }
+            "prompts/get" if params.get("name").and_then(Value::as_str) == Some(COMPLETE_PROMPT) => {
+                let arg = |k: &str| params.pointer(&format!("/arguments/{k}")).and_then(Value::as_str);
+                let (language, framework) = (arg("language").unwrap_or(""), arg("framework").unwrap_or(""));
+                let ctx = json!({"language": language});
+                if flow::completions("language", language, None).contains(&language)
+                    && flow::completions("framework", framework, Some(&ctx)).contains(&framework)
+                {
+                    Ok(
+                        json!({"description": "A prompt built from completed arguments", "messages": [
+                        {"role": "user", "content": {"type": "text", "text": format!("Write {framework} code in {language}.")}}]}),
+                    )
+                } else {
+                    Err((
+                        -32602,
+                        "language and framework must be values the completions offer".into(),
+                    ))
                 }
             }
             "prompts/get" => {
@@ -424,7 +710,31 @@ impl<W: Write> Serve<W> {
             "tools/call" => {
                 let name = params.get("name").and_then(Value::as_str).unwrap_or("");
                 let now = crate::clock::now().rfc3339;
-                if name == self.state.current(Domain::Tools) {
+                let known = name == self.state.current(Domain::Tools)
+                    || name == STATUS_TOOL
+                    || Domain::ALL.iter().any(|d| d.mutate_tool() == name);
+                // Every tool of this server declares `additionalProperties: false` and no
+                // properties: any argument is refused, as a tool error the model can read.
+                let extra = match params.get("arguments") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::Object(m)) if m.is_empty() => None,
+                    Some(Value::Object(m)) => Some(format!(
+                        "unexpected argument(s) {}: the inputSchema of {name} takes no properties (additionalProperties: false); call it with `arguments: {{}}`",
+                        m.keys()
+                            .take(8)
+                            .map(|k| format!("`{k}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+                    Some(_) => Some(format!(
+                        "arguments must be an object: the inputSchema of {name} is an object schema; call it with `arguments: {{}}`"
+                    )),
+                };
+                if let Some(why) = extra.filter(|_| known) {
+                    let mut r = text(why);
+                    r["isError"] = Value::Bool(true);
+                    Ok(r)
+                } else if name == self.state.current(Domain::Tools) {
                     let which = if self.state.mutated(Domain::Tools) {
                         "beta"
                     } else {
@@ -477,11 +787,64 @@ impl<W: Write> Serve<W> {
                 "description": format!("Removes the alpha {} item, adds the beta one and sends {}.", d.name(), d.notification()),
                 "inputSchema": none}));
         }
+        for f in Flow::WITH_TOOL {
+            tools.push(
+                json!({"name": f.ask_tool(), "description": f.tool_description(), "inputSchema": none}),
+            );
+        }
         tools.push(json!({"name": STATUS_TOOL,
             "description": "Which set (alpha or beta) each domain is in, as JSON.",
             "inputSchema": none}));
         Value::Array(tools)
     }
+}
+
+/// The `_meta` mark of the late reply serve sends to a cancelled call.
+pub const LATE_REPLY: &str = "mcp-witness/lateReply";
+
+/// The one resource that changes, and so the one a client can subscribe to.
+pub const COUNTER: &str = "probe://counter";
+
+/// The eight log levels, least severe first.
+pub const LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+/// The modern per-request log level.
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+
+/// Questions of the legacy flows open at once.
+const MAX_ASKED: usize = 16;
+
+fn tool_error(why: String) -> Value {
+    json!({"content": [{"type": "text", "text": why}], "isError": true})
+}
+
+/// The result of a flow's ask tool once the client answered: what came back, judged.
+fn outcome(f: Flow, result: Option<&Value>, error: Option<&Value>) -> Value {
+    let (text, bad) = match (result, error) {
+        (Some(r), _) => match f.check_answer(r) {
+            Ok(s) => (format!("{} answered: {s}", f.method()), false),
+            Err(why) => (format!("{} answered, but not validly: {why}", f.method()), true),
+        },
+        (None, Some(e)) => (format!("{} refused by the client: {e}", f.method()), true),
+        (None, None) => (
+            format!("{} answered with neither result nor error", f.method()),
+            true,
+        ),
+    };
+    let mut r = json!({"content": [{"type": "text", "text": text}],
+        "structuredContent": {"answer": result.cloned().unwrap_or(Value::Null)}});
+    if bad {
+        r["isError"] = Value::Bool(true);
+    }
+    r
 }
 
 fn server_info() -> Value {
@@ -497,7 +860,13 @@ impl Serve<Vec<u8>> {
 
 /// Runs the server on this process's stdin and stdout until stdin ends.
 pub fn run(log_path: &Path) -> io::Result<()> {
-    let log = Log::open(log_path)?;
+    let mut log = Log::open(log_path)?;
+    // Clients restart servers and several clients may share one log: every process starts
+    // with an entry of its own, and `analyze` never reads two processes as one session.
+    log.mark(
+        "start",
+        json!({"pid": std::process::id(), "version": env!("CARGO_PKG_VERSION")}),
+    );
     let mut serve = Serve::new(log, io::stdout().lock());
     let mut splitter = Splitter::new(MAX_LINE);
     let mut stdin = io::stdin().lock();

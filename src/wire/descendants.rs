@@ -360,6 +360,13 @@ fn scan(root: u32, root_start: u64, known: &Mutex<BTreeMap<(u32, u64), Seen>>, r
     }
     let mut reg = registry();
     for pid in adopted {
+        // Read again under the lock: a server of ours reaped and unregistered after the walk
+        // above read it would otherwise look like an orphan nobody registered (a zombie or a
+        // vanished pid with no argv), a false escapee of whichever server is being scanned.
+        let walked = procs.get(&pid).map(|s| s.start);
+        if sys::stat_of(pid).is_none_or(|s| Some(s.start) != walked || s.ppid != me) {
+            continue;
+        }
         let claimed_by = procs.get(&pid).and_then(|s| reg.claims.get(&(pid, s.start)));
         if !reg.servers.contains(&pid) && claimed_by.is_none_or(|&o| o == root) {
             seeds.push(pid);

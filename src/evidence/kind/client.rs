@@ -7,8 +7,24 @@ use serde_json::{Value, json};
 use super::shape::{COUNT, Field, SHA256, Shape};
 use super::{Change, Spec, View, field_change, item_changes, object};
 
-/// The verdict words, per domain and overall.
-const VERDICT: Shape = Shape::Enum(&["compliant", "not compliant", "incomplete"]);
+/// The verdict words, per domain and overall: the spec's terms (re-listing is no MUST in
+/// 2025-11-25), and the older words of blocks recorded before.
+const VERDICT: Shape = Shape::Enum(&[
+    "reacts to list_changed",
+    "does not react",
+    "server at fault",
+    "incomplete",
+    "compliant",
+    "not compliant",
+]);
+
+/// Which session of the log was judged (older blocks judged the whole log).
+const SESSION: Shape = Shape::OrNull(&Shape::Obj(&[
+    Field::req("index", COUNT),
+    Field::req("of", COUNT),
+    Field::req("first_line", COUNT),
+    Field::req("last_line", COUNT),
+]));
 
 /// `client`: the clientInfo name and version the client sent, or null.
 const CLIENT: Shape = Shape::OrNull(&Shape::Obj(&[
@@ -30,6 +46,7 @@ pub const FIELDS: &[Field] = &[
             Field::req("sha256", SHA256),
             Field::req("bytes", COUNT),
             Field::req("entries", COUNT),
+            Field::opt("session", SESSION),
         ]),
     ),
     Field::req(
