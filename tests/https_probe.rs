@@ -100,12 +100,26 @@ fn make_certs(dir: &Path) -> Certs {
     let mut ca = vec!["req", "-x509"];
     ca.extend_from_slice(&ec);
     ca.extend_from_slice(&[
-        "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=mcp-witness test CA",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=mcp-witness test CA",
     ]);
     openssl(dir, &ca);
     let mut csr = vec!["req"];
     csr.extend_from_slice(&ec);
-    csr.extend_from_slice(&["-keyout", "key.pem", "-out", "server.csr", "-subj", "/CN=127.0.0.1"]);
+    csr.extend_from_slice(&[
+        "-keyout",
+        "key.pem",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
     openssl(dir, &csr);
     std::fs::write(
         dir.join("server.ext"),
@@ -115,8 +129,21 @@ fn make_certs(dir: &Path) -> Certs {
     openssl(
         dir,
         &[
-            "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-            "-CAcreateserial", "-out", "cert.pem", "-days", "2", "-extfile", "server.ext",
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "cert.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
         ],
     );
     Certs {
@@ -130,7 +157,14 @@ fn make_certs(dir: &Path) -> Certs {
 fn fingerprint(cert: &Path) -> String {
     let out = openssl(
         cert.parent().unwrap(),
-        &["x509", "-in", cert.to_str().unwrap(), "-noout", "-fingerprint", "-sha256"],
+        &[
+            "x509",
+            "-in",
+            cert.to_str().unwrap(),
+            "-noout",
+            "-fingerprint",
+            "-sha256",
+        ],
     );
     let hex = out.trim().rsplit('=').next().unwrap();
     hex.replace(':', "").to_ascii_lowercase()
@@ -186,7 +220,9 @@ fn https_with_cacert_passes_and_records_the_sha256_of_the_servers_certificate() 
     assert_eq!(b["verdict"], "pass");
     assert_eq!(b["target"]["url"], url.as_str());
     assert_eq!(tool_names(&b), ["add", "echo"]);
-    let recorded = b["http"]["certificate_sha256"].as_str().expect("the certificate's digest");
+    let recorded = b["http"]["certificate_sha256"]
+        .as_str()
+        .expect("the certificate's digest");
     assert_eq!(recorded, fingerprint(&certs.cert));
     // The CA's own certificate is not the one recorded: the leaf the server presented is.
     assert_ne!(recorded, fingerprint(&certs.ca));
@@ -240,11 +276,9 @@ fn a_plain_http_server_given_an_https_url_fails_cleanly_as_tls_failed() {
 }
 
 #[test]
-fn a_cacert_file_without_a_certificate_is_refused_with_what_to_give() {
+fn a_cacert_file_without_a_certificate_is_a_usage_error_that_says_what_to_give() {
     let bench = Bench::new("https-probe-bad-cacert");
-    let certs = make_certs(bench.dir.path());
-    let server = tls_server(&certs, &bench);
-    let url = format!("https://127.0.0.1:{}/mcp", server.port);
+    let url = format!("https://127.0.0.1:{}/mcp", free_port());
     let not_pem = bench.dir.join("not.pem");
     std::fs::write(&not_pem, "no certificate here\n").unwrap();
     let ev = bench.evidence.to_str().unwrap().to_string();
@@ -257,6 +291,7 @@ fn a_cacert_file_without_a_certificate_is_refused_with_what_to_give() {
         "--cacert",
         not_pem.to_str().unwrap(),
     ]);
-    assert_ne!(run.code, 0, "{}{}", run.stdout, run.stderr);
-    assert!(run.stderr.contains("BEGIN CERTIFICATE"), "{}{}", run.stdout, run.stderr);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains("BEGIN CERTIFICATE"), "{}", run.stderr);
+    assert!(bench.blocks().is_empty(), "nothing is recorded for a usage error");
 }

@@ -145,8 +145,16 @@ impl ServerArgs {
             // Checked now (a reserved name, a line break in a value), naming the header only.
             crate::http::message::SecretHeader::new(name, &value.0).map_err(|e| e.to_string())?;
         }
-        if self.cacert.is_some() && !url.as_deref().is_some_and(|u| u.to_ascii_lowercase().starts_with("https://")) {
+        if self.cacert.is_some()
+            && !url
+                .as_deref()
+                .is_some_and(|u| u.to_ascii_lowercase().starts_with("https://"))
+        {
             return Err("--cacert goes with an https:// --url".into());
+        }
+        #[cfg(feature = "https")]
+        if let Some(path) = &self.cacert {
+            crate::http::tls::check_cacert(path).map_err(|e| e.to_string())?;
         }
         if url.is_none() && !headers.is_empty() {
             return Err("--header and --header-env go with --url (a stdio server takes --env)".into());

@@ -54,8 +54,9 @@ pub enum HttpError {
     Url(UrlError),
     Header(HeaderError),
     Resolve(ResolveError),
-    /// TLS could not be set up, or the handshake failed (`https` feature).
-    Tls(TlsError),
+    /// TLS could not be set up, or the handshake failed (`https` feature). Boxed: errors
+    /// travel in results and this one carries text.
+    Tls(Box<TlsError>),
 }
 
 impl HttpError {
@@ -169,7 +170,7 @@ impl Dial {
         let tls = match url.scheme {
             Scheme::Http => None,
             #[cfg(feature = "https")]
-            Scheme::Https => Some(Tls::new(&url.host, tls).map_err(HttpError::Tls)?),
+            Scheme::Https => Some(Tls::new(&url.host, tls).map_err(|e| HttpError::Tls(Box::new(e)))?),
             #[cfg(not(feature = "https"))]
             Scheme::Https => {
                 let _ = tls;
@@ -237,7 +238,7 @@ impl Stream {
 fn io_error(e: &io::Error) -> HttpError {
     #[cfg(feature = "https")]
     if let Some(t) = super::tls::classify(e) {
-        return HttpError::Tls(t);
+        return HttpError::Tls(Box::new(t));
     }
     if is_timeout(e) {
         HttpError::TimedOut
@@ -253,8 +254,8 @@ pub struct Conn {
     pos: usize,
     /// Bytes received, head included.
     pub received: u64,
-    /// The SHA-256 (hex) of the server's leaf certificate (DER), for TLS connections.
-    pub certificate_sha256: Option<String>,
+    /// The SHA-256 of the server's leaf certificate (DER), for TLS connections.
+    pub certificate_sha256: Option<[u8; 32]>,
 }
 
 impl fmt::Debug for Conn {
@@ -280,14 +281,16 @@ impl Conn {
                         None => (Stream::Plain(stream), None),
                         #[cfg(feature = "https")]
                         Some(tls) => {
-                            let mut t = tls.start(stream).map_err(HttpError::Tls)?;
+                            let mut t = tls.start(stream).map_err(|e| HttpError::Tls(Box::new(e)))?;
                             let left = remaining(deadline)?;
                             t.sock
                                 .set_read_timeout(Some(left))
                                 .and_then(|()| t.sock.set_write_timeout(Some(left)))
                                 .map_err(|e| HttpError::Io(e.kind()))?;
                             let digest = super::tls::handshake(&mut t).map_err(|e| match io_error(&e) {
-                                HttpError::Io(k) => HttpError::Tls(TlsError::Handshake(k.to_string())),
+                                HttpError::Io(k) => {
+                                    HttpError::Tls(Box::new(TlsError::Handshake(k.to_string())))
+                                }
                                 other => other,
                             })?;
                             (Stream::Tls(Box::new(t)), digest)

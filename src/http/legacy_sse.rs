@@ -114,7 +114,8 @@ impl LegacySse {
         let facts = Arc::new(Mutex::new(HttpFacts::default()));
         lock(&facts).exchanges.push(blank(Method::Get, None));
         let fail = |e: SseOpenError, facts: &Arc<Mutex<HttpFacts>>| (e, lock(facts).clone());
-        let dial = Dial::resolve(url, &options.tls, endpoint_wait).map_err(|e| fail(SseOpenError::Http(e), &facts))?;
+        let dial = Dial::resolve(url, &options.tls, endpoint_wait)
+            .map_err(|e| fail(SseOpenError::Http(e), &facts))?;
         let bytes = Request {
             method: Method::Get,
             target: &url.target,
@@ -125,8 +126,8 @@ impl LegacySse {
         }
         .to_bytes();
         let mut conn = Conn::open(&dial, endpoint_wait).map_err(|e| fail(SseOpenError::Http(e), &facts))?;
-        if let Some(d) = &conn.certificate_sha256 {
-            lock(&facts).certificate_sha256 = Some(d.clone());
+        if let Some(d) = conn.certificate_sha256 {
+            lock(&facts).certificate_sha256 = Some(Box::new(d));
         }
         conn.write_all(&bytes, endpoint_wait)
             .map_err(|e| fail(SseOpenError::Http(e), &facts))?;

@@ -226,8 +226,9 @@ pub struct HttpFacts {
     pub session_id_changed: bool,
     pub redirects: Vec<Redirect>,
     pub delete_status: Option<u16>,
-    /// `https://`: the SHA-256 (hex) of the server's leaf certificate (DER), first seen.
-    pub certificate_sha256: Option<String>,
+    /// `https://`: the SHA-256 of the server's leaf certificate (DER), first seen (boxed:
+    /// the facts travel in error values).
+    pub certificate_sha256: Option<Box<[u8; 32]>>,
 }
 
 /// How the session ended.
@@ -449,8 +450,11 @@ impl HttpWire {
         };
         let mut conn = match Conn::open(&self.dial, deadline) {
             Ok(c) => {
-                if let Some(d) = &c.certificate_sha256 {
-                    lock(&self.state).facts.certificate_sha256.get_or_insert_with(|| d.clone());
+                if let Some(d) = c.certificate_sha256 {
+                    lock(&self.state)
+                        .facts
+                        .certificate_sha256
+                        .get_or_insert_with(|| Box::new(d));
                 }
                 c
             }

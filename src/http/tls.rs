@@ -87,6 +87,19 @@ pub struct TlsOptions {
     pub cacert: Option<PathBuf>,
 }
 
+/// Checks a `--cacert` file before a run: readable, bounded, and holding at least one PEM
+/// certificate (so a wrong file is a usage error, not a failed probe).
+#[cfg(feature = "https")]
+pub fn check_cacert(path: &std::path::Path) -> Result<(), TlsError> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let bytes = read_cacert(path)?;
+    if CertificateDer::pem_slice_iter(&bytes).flatten().next().is_none() {
+        return Err(TlsError::CacertEmpty);
+    }
+    Ok(())
+}
+
 /// Reads a `--cacert` file, bounded.
 #[cfg_attr(not(feature = "https"), allow(dead_code))]
 fn read_cacert(path: &std::path::Path) -> Result<Vec<u8>, TlsError> {
@@ -127,7 +140,9 @@ mod enabled {
 
     impl std::fmt::Debug for Tls {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.debug_struct("Tls").field("name", &self.name).finish_non_exhaustive()
+            f.debug_struct("Tls")
+                .field("name", &self.name)
+                .finish_non_exhaustive()
         }
     }
 
@@ -154,11 +169,12 @@ mod enabled {
                 }
                 None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
             }
-            let config = ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                .with_safe_default_protocol_versions()
-                .map_err(|e| TlsError::Handshake(e.to_string()))?
-                .with_root_certificates(roots)
-                .with_no_client_auth();
+            let config =
+                ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                    .with_safe_default_protocol_versions()
+                    .map_err(|e| TlsError::Handshake(e.to_string()))?
+                    .with_root_certificates(roots)
+                    .with_no_client_auth();
             Ok(Tls {
                 name,
                 config: Arc::new(config),
@@ -175,8 +191,8 @@ mod enabled {
     }
 
     /// Completes the handshake (the socket's timeouts bound each read and write) and returns
-    /// the SHA-256 (lower-case hex) of the server's leaf certificate, DER.
-    pub fn handshake(stream: &mut TlsStream) -> Result<Option<String>, std::io::Error> {
+    /// the SHA-256 of the server's leaf certificate, DER.
+    pub fn handshake(stream: &mut TlsStream) -> Result<Option<[u8; 32]>, std::io::Error> {
         while stream.conn.is_handshaking() {
             stream.conn.complete_io(&mut stream.sock)?;
         }
@@ -184,11 +200,7 @@ mod enabled {
             .conn
             .peer_certificates()
             .and_then(|c| c.first())
-            .map(|der| hex(&Sha256::digest(der.as_ref()))))
-    }
-
-    fn hex(bytes: &[u8]) -> String {
-        bytes.iter().map(|b| format!("{b:02x}")).collect()
+            .map(|der| Sha256::digest(der.as_ref()).into()))
     }
 
     /// A TLS failure out of an I/O error from rustls, if it is one.

@@ -212,10 +212,14 @@ pub fn http_json(h: &super::outcome::HttpSeen, t: &TargetSeen) -> Value {
         "auth": auth,
     });
     // https:// only: the server's certificate, as first seen in the run.
-    if let Some(d) = h.sessions.iter().find_map(|s| s.facts.certificate_sha256.clone())
+    if let Some(d) = h
+        .sessions
+        .iter()
+        .find_map(|s| s.facts.certificate_sha256.as_deref())
         && let Some(o) = out.as_object_mut()
     {
-        o.insert("certificate_sha256".into(), Value::String(d));
+        let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
+        o.insert("certificate_sha256".into(), Value::String(hex));
     }
     out
 }
