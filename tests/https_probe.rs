@@ -295,3 +295,42 @@ fn a_cacert_file_without_a_certificate_is_a_usage_error_that_says_what_to_give()
     assert!(run.stderr.contains("BEGIN CERTIFICATE"), "{}", run.stderr);
     assert!(bench.blocks().is_empty(), "nothing is recorded for a usage error");
 }
+
+#[test]
+fn check_over_https_runs_the_transport_checks_through_tls_and_records_the_certificate() {
+    let bench = Bench::new("https-check-cacert");
+    let certs = make_certs(bench.dir.path());
+    let server = tls_server(&certs, &bench);
+    let url = format!("https://127.0.0.1:{}/mcp", server.port);
+    let ev = bench.evidence.to_str().unwrap().to_string();
+    let run = bench.run(&[
+        "check",
+        "-e",
+        &ev,
+        "--era",
+        "legacy",
+        "--url",
+        &url,
+        "--cacert",
+        certs.ca.to_str().unwrap(),
+    ]);
+    assert!(run.code == 0 || run.code == 1, "{}{}", run.stdout, run.stderr);
+    let b = bench.last_block();
+    assert_eq!(b["kind"], "check");
+    assert_eq!(
+        b["session"]["http"]["certificate_sha256"].as_str(),
+        Some(fingerprint(&certs.cert).as_str())
+    );
+    // The transport checks make their own connections: they went through TLS too.
+    let status = |id: &str| {
+        b["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id)
+            .map(|r| r["status"].as_str().unwrap().to_string())
+    };
+    assert_eq!(status("transport.session.unknown").as_deref(), Some("pass"));
+    assert_eq!(status("transport.protocol_version.bad").as_deref(), Some("pass"));
+    reverifies(&bench);
+}
