@@ -334,3 +334,45 @@ fn check_over_https_runs_the_transport_checks_through_tls_and_records_the_certif
     assert_eq!(status("transport.protocol_version.bad").as_deref(), Some("pass"));
     reverifies(&bench);
 }
+
+#[test]
+fn a_server_trickling_its_tls_handshake_is_cut_off_at_the_reply_bound() {
+    use std::io::Write;
+    let bench = Bench::new("https-probe-trickle");
+    let certs = make_certs(bench.dir.path());
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // A handshake record header announcing 16 KiB, then one byte every 50 ms: each socket
+    // read gets a byte well within the reply bound, so only a deadline over the whole
+    // handshake ends the wait.
+    let server = std::thread::spawn(move || {
+        let (mut sock, _) = listener.accept().unwrap();
+        let _ = sock.write_all(&[0x16, 0x03, 0x03, 0x40, 0x00]);
+        for _ in 0..2000 {
+            if sock.write_all(&[0]).is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    let ev = bench.evidence.to_str().unwrap().to_string();
+    let run = bench.run(&[
+        "probe",
+        "-e",
+        &ev,
+        "--era",
+        "legacy",
+        "--timeout",
+        "0.5",
+        "--url",
+        &format!("https://127.0.0.1:{port}/mcp"),
+        "--cacert",
+        certs.ca.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let b = bench.last_block();
+    assert_eq!(reason_codes(&b), ["unreachable"]);
+    let exchange = &b["http"]["connections"][0]["exchanges"][0];
+    assert_eq!(exchange["error"], "timed_out", "{exchange}");
+    server.join().unwrap();
+}

@@ -193,7 +193,7 @@ impl Stream {
         match self {
             Stream::Plain(s) => s,
             #[cfg(feature = "https")]
-            Stream::Tls(t) => &t.sock,
+            Stream::Tls(t) => &t.sock.sock,
         }
     }
 
@@ -213,12 +213,28 @@ impl Stream {
         }
     }
 
-    fn set_read_timeout(&self, d: Option<Duration>) -> io::Result<()> {
-        self.sock().set_read_timeout(d)
+    /// Bounds the next read: plain, the socket's timeout; TLS, the deadline of every socket
+    /// read that one TLS read makes.
+    fn set_read_timeout(&mut self, d: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.set_read_timeout(d),
+            #[cfg(feature = "https")]
+            Stream::Tls(t) => {
+                t.sock.deadline = d.map(|d| Instant::now() + d);
+                Ok(())
+            }
+        }
     }
 
-    fn set_write_timeout(&self, d: Option<Duration>) -> io::Result<()> {
-        self.sock().set_write_timeout(d)
+    fn set_write_timeout(&mut self, d: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.set_write_timeout(d),
+            #[cfg(feature = "https")]
+            Stream::Tls(t) => {
+                t.sock.deadline = d.map(|d| Instant::now() + d);
+                Ok(())
+            }
+        }
     }
 
     fn peer_addr(&self) -> io::Result<SocketAddr> {
@@ -281,12 +297,9 @@ impl Conn {
                         None => (Stream::Plain(stream), None),
                         #[cfg(feature = "https")]
                         Some(tls) => {
-                            let mut t = tls.start(stream).map_err(|e| HttpError::Tls(Box::new(e)))?;
-                            let left = remaining(deadline)?;
-                            t.sock
-                                .set_read_timeout(Some(left))
-                                .and_then(|()| t.sock.set_write_timeout(Some(left)))
-                                .map_err(|e| HttpError::Io(e.kind()))?;
+                            let mut t = tls
+                                .start(stream, deadline)
+                                .map_err(|e| HttpError::Tls(Box::new(e)))?;
                             let digest = super::tls::handshake(&mut t).map_err(|e| match io_error(&e) {
                                 HttpError::Io(k) => {
                                     HttpError::Tls(Box::new(TlsError::Handshake(k.to_string())))

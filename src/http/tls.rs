@@ -125,11 +125,57 @@ mod enabled {
     use rustls::pki_types::{CertificateDer, ServerName};
     use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
     use sha2::{Digest, Sha256};
+    use std::io::{self, Read, Write};
     use std::net::TcpStream;
     use std::sync::Arc;
+    use std::time::Instant;
 
     /// A TLS session over the connection's socket.
-    pub type TlsStream = StreamOwned<ClientConnection, TcpStream>;
+    pub type TlsStream = StreamOwned<ClientConnection, DeadlineSock>;
+
+    /// The socket under TLS, with one deadline for every read and write rustls makes: one
+    /// TLS read may need several socket reads (a record arriving in pieces), and each waits
+    /// only for what is left, so a server trickling bytes cannot stretch the wait.
+    #[derive(Debug)]
+    pub struct DeadlineSock {
+        pub sock: TcpStream,
+        pub deadline: Option<Instant>,
+    }
+
+    impl DeadlineSock {
+        fn arm(&self, read: bool) -> io::Result<()> {
+            let Some(deadline) = self.deadline else {
+                return Ok(());
+            };
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
+            if read {
+                self.sock.set_read_timeout(Some(left))
+            } else {
+                self.sock.set_write_timeout(Some(left))
+            }
+        }
+    }
+
+    impl Read for DeadlineSock {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.arm(true)?;
+            self.sock.read(buf)
+        }
+    }
+
+    impl Write for DeadlineSock {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.arm(false)?;
+            self.sock.write(buf)
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            self.sock.flush()
+        }
+    }
 
     /// The client side of TLS for one server: its name and the configuration (roots).
     #[derive(Clone)]
@@ -181,16 +227,22 @@ mod enabled {
             })
         }
 
-        /// Starts a session over `sock` (the handshake runs on the first read or write, or
-        /// in [`handshake`]).
-        pub fn start(&self, sock: TcpStream) -> Result<TlsStream, TlsError> {
+        /// Starts a session over `sock`; every socket read and write waits at most until
+        /// `deadline` (the handshake runs in [`handshake`]).
+        pub fn start(&self, sock: TcpStream, deadline: Instant) -> Result<TlsStream, TlsError> {
             let conn = ClientConnection::new(Arc::clone(&self.config), self.name.clone())
                 .map_err(|e| TlsError::Handshake(e.to_string()))?;
-            Ok(StreamOwned::new(conn, sock))
+            Ok(StreamOwned::new(
+                conn,
+                DeadlineSock {
+                    sock,
+                    deadline: Some(deadline),
+                },
+            ))
         }
     }
 
-    /// Completes the handshake (the socket's timeouts bound each read and write) and returns
+    /// Completes the handshake (before the stream's deadline) and returns
     /// the SHA-256 of the server's leaf certificate, DER.
     pub fn handshake(stream: &mut TlsStream) -> Result<Option<[u8; 32]>, std::io::Error> {
         while stream.conn.is_handshaking() {
