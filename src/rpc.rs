@@ -94,6 +94,8 @@ pub enum NoReply {
     Refused(Box<crate::wire::Refusal>),
     /// No connection could be made to send it (HTTP).
     Unreachable { kind: std::io::ErrorKind },
+    /// `https://`: TLS failed before the request could be sent.
+    TlsFailed(crate::http::tls::TlsFailure),
     /// The reply stream or its connection broke off (HTTP), in words.
     Lost { why: String },
 }
@@ -235,6 +237,7 @@ impl Rpc {
                 });
             }
             Sent::Unreachable(kind) => return Err(NoReply::Unreachable { kind }),
+            Sent::TlsFailed(t) => return Err(NoReply::TlsFailed(t)),
             Sent::Closed => {
                 // Usually the server has exited: say so if its exit shows up promptly.
                 return match self.wait_for(&Value::from(id), DRAIN_AFTER_EXIT) {
@@ -652,6 +655,7 @@ pub fn describe_no_reply(why: &NoReply) -> String {
             }
         }
         NoReply::Unreachable { kind } => format!("could not be sent: no connection ({kind})"),
+        NoReply::TlsFailed(t) => format!("could not be sent: {}", t.sentence()),
         NoReply::Lost { why } => format!("got no reply: {why}"),
     }
 }

@@ -62,6 +62,8 @@ pub struct ServerOptions {
     pub url: Option<String>,
     /// Request headers for an HTTP server: names recorded, values never.
     pub headers: Vec<(String, HeaderValue)>,
+    /// `--cacert`: the roots for an https:// URL (else the built-in ones).
+    pub cacert: Option<PathBuf>,
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
     pub era: EraChoice,
@@ -84,6 +86,7 @@ impl ServerOptions {
             command,
             url: None,
             headers: Vec::new(),
+            cacert: None,
             env: Vec::new(),
             cwd: None,
             era: EraChoice::Legacy,
@@ -247,7 +250,12 @@ impl Prepared {
                 endpoint: Endpoint::Http(HttpTarget {
                     url,
                     headers: o.headers.clone(),
-                    options: HttpOptions::default(),
+                    options: HttpOptions {
+                        tls: crate::http::tls::TlsOptions {
+                            cacert: o.cacert.clone(),
+                        },
+                        ..HttpOptions::default()
+                    },
                 }),
                 digest: None,
             });

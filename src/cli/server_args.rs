@@ -46,7 +46,8 @@ pub struct ServerArgs {
     /// Bound on one stdout line, in bytes; a longer line is a fail.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_LINE)]
     pub max_line: usize,
-    /// The MCP endpoint of a Streamable HTTP server (plain http://), instead of a command.
+    /// The MCP endpoint of a Streamable HTTP server (http://, or https:// in a build with the
+    /// `https` feature), instead of a command.
     #[arg(long, value_name = "URL", conflicts_with = "command")]
     pub url: Option<String>,
     /// A request header for --url (repeatable). Its value is masked everywhere; only the
@@ -57,6 +58,10 @@ pub struct ServerArgs {
     /// (repeatable), so it never appears in argv. Only the name is recorded.
     #[arg(long = "header-env", value_name = "NAME=VAR", value_parser = parse_header_env)]
     pub header_env: Vec<(String, String)>,
+    /// For an https:// --url: trust the PEM certificates in FILE (only those) instead of the
+    /// built-in Mozilla roots. Needs the `https` feature.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
     /// Show no progress line on stderr (it is shown only on a terminal, during waits over 1 s).
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -148,6 +153,17 @@ impl ServerArgs {
             // Checked now (a reserved name, a line break in a value), naming the header only.
             crate::http::message::SecretHeader::new(name, &value.0).map_err(|e| e.to_string())?;
         }
+        if self.cacert.is_some()
+            && !url
+                .as_deref()
+                .is_some_and(|u| u.to_ascii_lowercase().starts_with("https://"))
+        {
+            return Err("--cacert goes with an https:// --url".into());
+        }
+        #[cfg(feature = "https")]
+        if let Some(path) = &self.cacert {
+            crate::http::tls::check_cacert(path).map_err(|e| e.to_string())?;
+        }
         if url.is_none() && !headers.is_empty() {
             return Err("--header and --header-env go with --url (a stdio server takes --env)".into());
         }
@@ -171,6 +187,7 @@ impl ServerArgs {
         let mut opts = ServerOptions::new(command);
         opts.url = url;
         opts.headers = headers;
+        opts.cacert = self.cacert.clone();
         opts.env = env;
         opts.cwd = cwd;
         opts.era = self.era.into();

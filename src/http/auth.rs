@@ -72,7 +72,12 @@ fn well_known(url: &HttpUrl) -> String {
 
 /// Records the challenges of a 401 from `endpoint` and fetches the metadata document when it
 /// is on the endpoint's origin, before `deadline` (and within 5 s).
-pub fn inspect(endpoint: &HttpUrl, challenges: &[String], deadline: Instant) -> AuthSeen {
+pub fn inspect(
+    endpoint: &HttpUrl,
+    tls: &super::tls::TlsOptions,
+    challenges: &[String],
+    deadline: Instant,
+) -> AuthSeen {
     let mut seen = AuthSeen {
         challenges: challenges
             .iter()
@@ -94,10 +99,10 @@ pub fn inspect(endpoint: &HttpUrl, challenges: &[String], deadline: Instant) -> 
         return seen;
     }
     let deadline = deadline.min(Instant::now() + FETCH_WAIT);
-    let addrs = match url.resolve(deadline) {
-        Ok(a) => a,
+    let dial = match super::client::Dial::resolve(&url, tls, deadline) {
+        Ok(d) => d,
         Err(e) => {
-            seen.metadata_note = Some(format!("{}", super::HttpError::Resolve(e)));
+            seen.metadata_note = Some(format!("{e}"));
             return seen;
         }
     };
@@ -111,7 +116,7 @@ pub fn inspect(endpoint: &HttpUrl, challenges: &[String], deadline: Instant) -> 
     }
     .to_bytes();
     match exchange(
-        &addrs,
+        &dial,
         Method::Get,
         &bytes,
         HeadLimits::default(),

@@ -5,7 +5,10 @@
 //! deadline (the socket read timeout is set from it before each read), every line and the
 //! whole body are bounded.
 //!
-//! Limits: plain TCP only (no TLS, no HTTP/2, no proxies, no compression); one exchange per
+//! With the cargo feature `https`, a [`Dial`] to an `https://` URL wraps the socket in TLS
+//! (see [`super::tls`]) behind the same [`Conn`]: same timeouts, bounds and framing.
+//!
+//! Limits: TLS only with the `https` feature (no HTTP/2, no proxies, no compression); one exchange per
 //! connection (`Connection: close` is sent; a server that keeps the socket open is framed
 //! and then dropped, so no keep-alive reuse); redirects are returned, never followed.
 
@@ -20,7 +23,8 @@ use super::message::{
     FramingError, HeadError, HeadLimits, Headers, Method, ResponseHead, framing, parse_field_line,
     parse_status_line,
 };
-use super::url::{ResolveError, UrlError};
+use super::tls::{Tls, TlsError, TlsOptions};
+use super::url::{HttpUrl, ResolveError, Scheme, UrlError};
 
 const READ_CHUNK: usize = 16 * 1024;
 /// Bytes of a chunk-size line (`1a2b;ext=...`).
@@ -50,6 +54,9 @@ pub enum HttpError {
     Url(UrlError),
     Header(HeaderError),
     Resolve(ResolveError),
+    /// TLS could not be set up, or the handshake failed (`https` feature). Boxed: errors
+    /// travel in results and this one carries text.
+    Tls(Box<TlsError>),
 }
 
 impl HttpError {
@@ -73,6 +80,7 @@ impl HttpError {
             HttpError::Url(_) => "url",
             HttpError::Header(_) => "header",
             HttpError::Resolve(_) => "resolve",
+            HttpError::Tls(_) => "tls",
         }
     }
 }
@@ -120,6 +128,7 @@ impl fmt::Display for HttpError {
             HttpError::Resolve(ResolveError::TimedOut) => f.write_str(
                 "resolving the URL's host name took too long: check DNS, or use an IP address",
             ),
+            HttpError::Tls(e) => write!(f, "{e}"),
         }
     }
 }
@@ -142,13 +151,127 @@ fn remaining(deadline: Instant) -> Result<Duration, HttpError> {
     }
 }
 
+/// Where to connect: the resolved addresses and, for `https://`, the TLS setup.
+#[derive(Debug, Clone)]
+pub struct Dial {
+    pub addrs: Vec<SocketAddr>,
+    pub tls: Option<Tls>,
+}
+
+impl Dial {
+    /// Plain TCP to `addrs`.
+    pub fn plain(addrs: Vec<SocketAddr>) -> Dial {
+        Dial { addrs, tls: None }
+    }
+
+    /// Resolves `url`'s host (before `deadline`) and, for `https://`, sets TLS up with `tls`.
+    pub fn resolve(url: &HttpUrl, tls: &TlsOptions, deadline: Instant) -> Result<Dial, HttpError> {
+        let addrs = url.resolve(deadline).map_err(HttpError::Resolve)?;
+        let tls = match url.scheme {
+            Scheme::Http => None,
+            #[cfg(feature = "https")]
+            Scheme::Https => Some(Tls::new(&url.host, tls).map_err(|e| HttpError::Tls(Box::new(e)))?),
+            #[cfg(not(feature = "https"))]
+            Scheme::Https => {
+                let _ = tls;
+                return Err(HttpError::Url(UrlError::HttpsNeedsFeature));
+            }
+        };
+        Ok(Dial { addrs, tls })
+    }
+}
+
+/// The connection's byte stream: the socket, or TLS over it.
+enum Stream {
+    Plain(TcpStream),
+    #[cfg(feature = "https")]
+    Tls(Box<super::tls::TlsStream>),
+}
+
+impl Stream {
+    fn sock(&self) -> &TcpStream {
+        match self {
+            Stream::Plain(s) => s,
+            #[cfg(feature = "https")]
+            Stream::Tls(t) => &t.sock.sock,
+        }
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            #[cfg(feature = "https")]
+            Stream::Tls(t) => t.read(buf),
+        }
+    }
+
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            #[cfg(feature = "https")]
+            Stream::Tls(t) => t.write(buf).and_then(|n| t.flush().map(|()| n)),
+        }
+    }
+
+    /// Bounds the next read: plain, the socket's timeout; TLS, the deadline of every socket
+    /// read that one TLS read makes.
+    fn set_read_timeout(&mut self, d: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.set_read_timeout(d),
+            #[cfg(feature = "https")]
+            Stream::Tls(t) => {
+                t.sock.deadline = d.map(|d| Instant::now() + d);
+                Ok(())
+            }
+        }
+    }
+
+    fn set_write_timeout(&mut self, d: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.set_write_timeout(d),
+            #[cfg(feature = "https")]
+            Stream::Tls(t) => {
+                t.sock.deadline = d.map(|d| Instant::now() + d);
+                Ok(())
+            }
+        }
+    }
+
+    fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.sock().peer_addr()
+    }
+
+    fn try_clone(&self) -> io::Result<TcpStream> {
+        self.sock().try_clone()
+    }
+
+    fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.sock().shutdown(how)
+    }
+}
+
+/// An I/O error of a read or write: a TLS failure, a timeout, or the connection's.
+fn io_error(e: &io::Error) -> HttpError {
+    #[cfg(feature = "https")]
+    if let Some(t) = super::tls::classify(e) {
+        return HttpError::Tls(Box::new(t));
+    }
+    if is_timeout(e) {
+        HttpError::TimedOut
+    } else {
+        HttpError::Io(e.kind())
+    }
+}
+
 /// One connection, with its read buffer.
 pub struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     buf: Vec<u8>,
     pos: usize,
     /// Bytes received, head included.
     pub received: u64,
+    /// The SHA-256 of the server's leaf certificate (DER), for TLS connections.
+    pub certificate_sha256: Option<[u8; 32]>,
 }
 
 impl fmt::Debug for Conn {
@@ -161,19 +284,39 @@ impl fmt::Debug for Conn {
 }
 
 impl Conn {
-    /// Connects to the first address that answers before `deadline`.
-    pub fn open(addrs: &[SocketAddr], deadline: Instant) -> Result<Conn, HttpError> {
+    /// Connects to the first address that answers before `deadline` (and, for TLS,
+    /// completes the handshake before it).
+    pub fn open(dial: &Dial, deadline: Instant) -> Result<Conn, HttpError> {
         let mut last = HttpError::Connect(io::ErrorKind::AddrNotAvailable);
-        for addr in addrs {
+        for addr in &dial.addrs {
             let left = remaining(deadline)?;
             match TcpStream::connect_timeout(addr, left) {
                 Ok(stream) => {
                     let _ = stream.set_nodelay(true);
+                    let (stream, certificate_sha256) = match &dial.tls {
+                        None => (Stream::Plain(stream), None),
+                        #[cfg(feature = "https")]
+                        Some(tls) => {
+                            let mut t = tls
+                                .start(stream, deadline)
+                                .map_err(|e| HttpError::Tls(Box::new(e)))?;
+                            let digest = super::tls::handshake(&mut t).map_err(|e| match io_error(&e) {
+                                HttpError::Io(k) => {
+                                    HttpError::Tls(Box::new(TlsError::Handshake(k.to_string())))
+                                }
+                                other => other,
+                            })?;
+                            (Stream::Tls(Box::new(t)), digest)
+                        }
+                        #[cfg(not(feature = "https"))]
+                        Some(never) => match *never {},
+                    };
                     return Ok(Conn {
                         stream,
                         buf: Vec::new(),
                         pos: 0,
                         received: 0,
+                        certificate_sha256,
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::TimedOut => last = HttpError::TimedOut,
@@ -199,8 +342,7 @@ impl Conn {
                 Ok(0) => return Err(HttpError::Io(io::ErrorKind::WriteZero)),
                 Ok(n) => rest = &rest[n..],
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if is_timeout(&e) => return Err(HttpError::TimedOut),
-                Err(e) => return Err(HttpError::Io(e.kind())),
+                Err(e) => return Err(io_error(&e)),
             }
         }
         Ok(())
@@ -235,11 +377,7 @@ impl Conn {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     self.buf.truncate(start);
-                    return Err(if is_timeout(&e) {
-                        HttpError::TimedOut
-                    } else {
-                        HttpError::Io(e.kind())
-                    });
+                    return Err(io_error(&e));
                 }
             }
         }
@@ -512,14 +650,14 @@ pub struct Response {
 /// Connects, writes `request`, reads the head and the body (at most `max_body` bytes; a
 /// longer body is cut there and the connection dropped), all before `deadline`.
 pub fn exchange(
-    addrs: &[SocketAddr],
+    dial: &Dial,
     method: Method,
     request: &[u8],
     limits: HeadLimits,
     max_body: u64,
     deadline: Instant,
 ) -> Result<Response, HttpError> {
-    let mut conn = Conn::open(addrs, deadline)?;
+    let mut conn = Conn::open(dial, deadline)?;
     conn.write_all(request, deadline)?;
     let head = conn.read_head(limits, deadline)?;
     let mut body = conn.body(&head, method, u64::MAX)?;

@@ -9,13 +9,13 @@
 //! refused, so no message is ever sent elsewhere); no reconnection of a broken stream; a
 //! POST's 2xx body is not read as a reply (the stream carries replies).
 
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::client::{Conn, HttpError, exchange};
+use super::client::{Conn, Dial, HttpError, exchange};
 use super::message::{Method, Request, SecretHeader};
 use super::session::{
     DeleteOutcome, Ended, Exchange, HttpFacts, HttpOptions, HttpStatus, Sent, SessionEnd, WireEvent,
@@ -83,7 +83,7 @@ fn blank(method: Method, rpc_method: Option<String>) -> Exchange {
 /// An HTTP+SSE (2024-11-05) session.
 pub struct LegacySse {
     post_to: HttpUrl,
-    addrs: Vec<SocketAddr>,
+    dial: Dial,
     headers: Vec<SecretHeader>,
     options: HttpOptions,
     facts: Arc<Mutex<HttpFacts>>,
@@ -114,9 +114,8 @@ impl LegacySse {
         let facts = Arc::new(Mutex::new(HttpFacts::default()));
         lock(&facts).exchanges.push(blank(Method::Get, None));
         let fail = |e: SseOpenError, facts: &Arc<Mutex<HttpFacts>>| (e, lock(facts).clone());
-        let addrs = url
-            .resolve(endpoint_wait)
-            .map_err(|e| fail(SseOpenError::Http(HttpError::Resolve(e)), &facts))?;
+        let dial = Dial::resolve(url, &options.tls, endpoint_wait)
+            .map_err(|e| fail(SseOpenError::Http(e), &facts))?;
         let bytes = Request {
             method: Method::Get,
             target: &url.target,
@@ -126,7 +125,10 @@ impl LegacySse {
             body: None,
         }
         .to_bytes();
-        let mut conn = Conn::open(&addrs, endpoint_wait).map_err(|e| fail(SseOpenError::Http(e), &facts))?;
+        let mut conn = Conn::open(&dial, endpoint_wait).map_err(|e| fail(SseOpenError::Http(e), &facts))?;
+        if let Some(d) = conn.certificate_sha256 {
+            lock(&facts).certificate_sha256 = Some(Box::new(d));
+        }
         conn.write_all(&bytes, endpoint_wait)
             .map_err(|e| fail(SseOpenError::Http(e), &facts))?;
         let head = conn
@@ -185,7 +187,7 @@ impl LegacySse {
         };
         Ok(LegacySse {
             post_to,
-            addrs,
+            dial,
             headers,
             options,
             facts,
@@ -224,7 +226,7 @@ impl LegacySse {
         }
         .to_bytes();
         let result = exchange(
-            &self.addrs,
+            &self.dial,
             Method::Post,
             &bytes,
             self.options.head,
@@ -273,6 +275,7 @@ impl LegacySse {
                 match e {
                     HttpError::TimedOut => Sent::TimedOut,
                     HttpError::Connect(k) | HttpError::Io(k) => Sent::Gone(k),
+                    HttpError::Tls(t) => Sent::TlsFailed(t.failure()),
                     _ => Sent::Gone(std::io::ErrorKind::Other),
                 }
             }

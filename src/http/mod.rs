@@ -4,8 +4,10 @@
 //! [`sse`] parses event streams; [`session`] is the transport proper, [`HttpWire`], shaped like
 //! the stdio wire (send, next event with a deadline, close and say how it ended).
 //!
-//! Limits of the whole module: plain `http://` only (an `https://` URL is a typed error naming
-//! the `https` feature; no TLS here), HTTP/1.1 only (no HTTP/2), no proxies (`HTTP_PROXY` is
+//! [`tls`] adds `https://` with the cargo feature `https` (without it an `https://` URL is a
+//! typed error naming the feature).
+//!
+//! Limits of the whole module: HTTP/1.1 only (no HTTP/2), no proxies (`HTTP_PROXY` is
 //! not read), no compression (identity only; a compressed reply is reported, not decoded),
 //! redirects recorded and never followed, no keep-alive reuse, no GET stream, no resumption,
 //! no HTTP+SSE (2024-11-05) transport yet.
@@ -17,6 +19,7 @@ pub mod message;
 pub mod raw;
 pub mod session;
 pub mod sse;
+pub mod tls;
 pub mod url;
 
 pub use client::HttpError;

@@ -6,10 +6,9 @@
 //! caller's deadline. The session id a reply carries is handed to the caller (to end the
 //! session it opened) and must never be recorded.
 
-use std::net::SocketAddr;
 use std::time::Instant;
 
-use super::client::{Conn, HttpError};
+use super::client::{Conn, Dial, HttpError};
 use super::message::{HeadLimits, Method, Request, SecretHeader};
 use super::sse::{SseItem, SseParser};
 use super::url::HttpUrl;
@@ -43,7 +42,7 @@ pub struct RawRequest<'a> {
 /// and the start of its body before `deadline`.
 pub fn send(
     url: &HttpUrl,
-    addrs: &[SocketAddr],
+    dial: &Dial,
     secrets: &[SecretHeader],
     req: RawRequest<'_>,
     deadline: Instant,
@@ -58,7 +57,7 @@ pub fn send(
         body: req.body,
     }
     .to_bytes();
-    let mut conn = Conn::open(addrs, deadline)?;
+    let mut conn = Conn::open(dial, deadline)?;
     conn.write_all(&bytes, deadline)?;
     let head = conn.read_head(HeadLimits::default(), deadline)?;
     let media_type = head.media_type();

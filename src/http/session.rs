@@ -17,7 +17,7 @@
 
 use std::fmt;
 use std::io;
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::client::{Conn, HttpError, exchange};
+use super::client::{Conn, Dial, HttpError, exchange};
 use super::message::{Framing, HeadLimits, Method, Request, ResponseHead, SecretHeader};
 use super::sse::{SseItem, SseParser, SseStats};
 use super::url::{HttpUrl, redact_reference};
@@ -61,6 +61,8 @@ pub struct HttpOptions {
     pub max_exchanges: usize,
     /// Reply streams read at once (one thread each); a send past it is refused as `Full`.
     pub max_open_streams: usize,
+    /// Roots for `https://` (`--cacert`).
+    pub tls: super::tls::TlsOptions,
 }
 
 impl Default for HttpOptions {
@@ -77,6 +79,7 @@ impl Default for HttpOptions {
             event_depth: 16,
             max_exchanges: 256,
             max_open_streams: 32,
+            tls: super::tls::TlsOptions::default(),
         }
     }
 }
@@ -132,6 +135,8 @@ pub enum Sent {
     Gone(io::ErrorKind),
     /// The deadline passed before the request was written.
     TimedOut,
+    /// `https://`: TLS failed (certificate refused, handshake failed).
+    TlsFailed(super::tls::TlsFailure),
     /// `close` has begun.
     Closed,
     /// `max_open_streams` replies are still being read: nothing was sent.
@@ -221,6 +226,9 @@ pub struct HttpFacts {
     pub session_id_changed: bool,
     pub redirects: Vec<Redirect>,
     pub delete_status: Option<u16>,
+    /// `https://`: the SHA-256 of the server's leaf certificate (DER), first seen (boxed:
+    /// the facts travel in error values).
+    pub certificate_sha256: Option<Box<[u8; 32]>>,
 }
 
 /// How the session ended.
@@ -247,7 +255,7 @@ struct Reader {
 /// A Streamable HTTP session with one MCP endpoint.
 pub struct HttpWire {
     url: HttpUrl,
-    addrs: Vec<SocketAddr>,
+    dial: Dial,
     headers: Vec<SecretHeader>,
     options: HttpOptions,
     protocol_version: Option<String>,
@@ -303,13 +311,11 @@ impl HttpWire {
             .map(|(n, v)| SecretHeader::new(n, v))
             .collect::<Result<Vec<_>, _>>()
             .map_err(HttpError::Header)?;
-        let addrs = url
-            .resolve(Instant::now() + options.resolve_timeout)
-            .map_err(HttpError::Resolve)?;
+        let dial = Dial::resolve(&url, &options.tls, Instant::now() + options.resolve_timeout)?;
         let (tx, rx) = mpsc::sync_channel(options.event_depth.max(1));
         Ok(HttpWire {
             url,
-            addrs,
+            dial,
             headers,
             options,
             protocol_version: None,
@@ -442,8 +448,16 @@ impl HttpWire {
                 st.facts.exchanges[i].ended = Some(Ended::Error);
             }
         };
-        let mut conn = match Conn::open(&self.addrs, deadline) {
-            Ok(c) => c,
+        let mut conn = match Conn::open(&self.dial, deadline) {
+            Ok(c) => {
+                if let Some(d) = c.certificate_sha256 {
+                    lock(&self.state)
+                        .facts
+                        .certificate_sha256
+                        .get_or_insert_with(|| Box::new(d));
+                }
+                c
+            }
             Err(e) => {
                 fail(&self.state, &e);
                 return sent_error(e);
@@ -528,7 +542,7 @@ impl HttpWire {
                 error: None,
             });
             let result = exchange(
-                &self.addrs,
+                &self.dial,
                 Method::Delete,
                 &bytes,
                 self.options.head,
@@ -587,6 +601,7 @@ fn sent_error(e: HttpError) -> Sent {
     match e {
         HttpError::TimedOut => Sent::TimedOut,
         HttpError::Connect(k) | HttpError::Io(k) => Sent::Gone(k),
+        HttpError::Tls(t) => Sent::TlsFailed(t.failure()),
         _ => Sent::Gone(io::ErrorKind::Other),
     }
 }

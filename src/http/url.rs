@@ -1,8 +1,8 @@
 //! The target URL of an HTTP server: `http://host[:port]/path?query`, parsed strictly, its
 //! `Host` header, its addresses, and the redacted form a record may show.
 //!
-//! Limits: only the `http` scheme is usable here; `https://` parses but [`HttpUrl::require_plain`]
-//! refuses it with [`UrlError::HttpsNeedsFeature`] (no TLS in this module). No userinfo
+//! Limits: `https://` parses always, but without the `https` feature [`HttpUrl::require_plain`]
+//! refuses it with [`UrlError::HttpsNeedsFeature`]. No userinfo
 //! (`user:pass@`): credentials go in a header (`--header-env`), never in a URL that is
 //! recorded. No IPv6 zone ids, no percent-decoding of the host, no internationalised names
 //! (punycode them first). The fragment is dropped. Path and query must be printable ASCII (a
@@ -197,10 +197,12 @@ impl HttpUrl {
         })
     }
 
-    /// This URL if it can be reached without TLS; else the typed refusal.
+    /// Whether this build can reach the URL (`https://` needs the `https` feature); else the
+    /// typed refusal.
     pub fn require_plain(&self) -> Result<(), UrlError> {
         match self.scheme {
             Scheme::Http => Ok(()),
+            Scheme::Https if cfg!(feature = "https") => Ok(()),
             Scheme::Https => Err(UrlError::HttpsNeedsFeature),
         }
     }
@@ -378,6 +380,7 @@ mod tests {
         assert!(!msg.contains("secret"), "{msg}");
     }
 
+    #[cfg(not(feature = "https"))]
     #[test]
     fn https_parses_but_needs_the_https_feature() {
         let u = HttpUrl::parse("https://example.com/mcp").unwrap();

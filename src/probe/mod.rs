@@ -305,6 +305,10 @@ impl Run<'_> {
                 ReasonCode::Unreachable,
                 format!("could not connect to send {step} ({kind}): check that the server is running and the URL's host and port"),
             ),
+            NoReply::TlsFailed(t) => self.fail(
+                ReasonCode::TlsFailed,
+                format!("could not send {step}: {}", t.sentence()),
+            ),
             NoReply::Lost { why } => self.fail(ReasonCode::ReplyLost, format!("{step} {}", crate::rpc::describe_no_reply(&NoReply::Lost { why }))),
             NoReply::ErrorWithNullId { code, message } => {
                 let code = code.map_or_else(|| "without a code".to_string(), |c| format!("{c}"));
@@ -321,7 +325,7 @@ impl Run<'_> {
     fn auth_required(&mut self, step: &str, r: crate::wire::Refusal) -> Stop {
         if let Some(crate::target::Endpoint::Http(t)) = &self.endpoint {
             let deadline = self.started + self.deadline();
-            let seen = crate::http::auth::inspect(&t.url, &r.www_authenticate, deadline);
+            let seen = crate::http::auth::inspect(&t.url, &t.options.tls, &r.www_authenticate, deadline);
             self.obs.http.get_or_insert_with(Default::default).auth = Some(seen);
         }
         self.obs.verdict = Verdict::Inconclusive;

@@ -206,9 +206,20 @@ pub fn http_json(h: &super::outcome::HttpSeen, t: &TargetSeen) -> Value {
             "metadata_note": a.metadata_note,
         })
     });
-    json!({
+    let mut out = json!({
         "transport": t.transport.as_str(),
         "connections": connections,
         "auth": auth,
-    })
+    });
+    // https:// only: the server's certificate, as first seen in the run.
+    if let Some(d) = h
+        .sessions
+        .iter()
+        .find_map(|s| s.facts.certificate_sha256.as_deref())
+        && let Some(o) = out.as_object_mut()
+    {
+        let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
+        o.insert("certificate_sha256".into(), Value::String(hex));
+    }
+    out
 }

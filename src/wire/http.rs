@@ -126,6 +126,7 @@ impl HttpEndpointWire {
             }
             http::Sent::Gone(kind) => Sent::Unreachable(kind),
             http::Sent::TimedOut => Sent::Unreachable(std::io::ErrorKind::TimedOut),
+            http::Sent::TlsFailed(t) => Sent::TlsFailed(t),
             http::Sent::Closed => Sent::Closed,
             http::Sent::Full => Sent::Full,
         }

@@ -43,6 +43,8 @@ pub enum Sent {
     Full,
     /// No connection could be made (HTTP: refused, reset, or the connect timed out).
     Unreachable(std::io::ErrorKind),
+    /// HTTP over TLS: the certificate was refused or the handshake failed.
+    TlsFailed(crate::http::tls::TlsFailure),
 }
 
 /// A request the server refused at the transport level (HTTP: a non-2xx status whose body

@@ -6,7 +6,7 @@
 //! `Content-Type` 415, a JSON-RPC batch a 4xx (batching was removed in 2025-06-18), and an
 //! unparsable body a 400 whose body is a JSON-RPC error.
 
-use std::net::SocketAddr;
+use crate::http::client::Dial;
 use std::time::Instant;
 
 use serde_json::{Value, json};
@@ -29,7 +29,7 @@ const FOREIGN_ORIGIN: &str = "http://mcp-witness.invalid";
 /// The endpoint, resolved, with the user's headers.
 struct Http {
     url: HttpUrl,
-    addrs: Vec<SocketAddr>,
+    dial: Dial,
     secrets: Vec<SecretHeader>,
     era: Era,
     version: String,
@@ -45,10 +45,7 @@ impl Http {
             ));
         };
         let until = ctx.wait_until();
-        let addrs = t
-            .url
-            .resolve(until)
-            .map_err(|e| Outcome::skip(format!("{}", crate::http::HttpError::Resolve(e))))?;
+        let dial = Dial::resolve(&t.url, &t.options.tls, until).map_err(|e| Outcome::skip(format!("{e}")))?;
         let secrets = t
             .headers
             .iter()
@@ -60,7 +57,7 @@ impl Http {
         });
         Ok(Http {
             url: t.url.clone(),
-            addrs,
+            dial,
             secrets,
             era: ctx.era,
             version,
@@ -69,7 +66,7 @@ impl Http {
     }
 
     fn send(&self, req: RawRequest<'_>) -> Result<RawReply, Outcome> {
-        send(&self.url, &self.addrs, &self.secrets, req, self.until)
+        send(&self.url, &self.dial, &self.secrets, req, self.until)
             .map_err(|e| Outcome::skip(format!("the request got no reply: {e}")))
     }
 
@@ -175,7 +172,7 @@ impl Http {
         ];
         send(
             &self.url,
-            &self.addrs,
+            &self.dial,
             &self.secrets,
             RawRequest {
                 method: Method::Delete,

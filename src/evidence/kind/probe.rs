@@ -120,6 +120,9 @@ pub const HTTP: Shape = Shape::Obj(&[
             Field::req("metadata_note", OPT_STR),
         ])),
     ),
+    // https:// only: the SHA-256 of the server's leaf certificate (DER), the counterpart of
+    // a stdio target's program digest.
+    Field::opt("certificate_sha256", SHA256),
 ]);
 
 /// A stdio target: the server command as it was run.
