@@ -665,3 +665,69 @@ fn report_files_get_their_folders_before_the_run_and_a_bad_path_fails_before_it(
         run.stdout
     );
 }
+
+#[test]
+fn check_all_runs_every_server_of_a_config_and_finds_tools_that_shadow_another_servers() {
+    let b = Bench::new("check-all");
+    let config = b.dir.join("mcp.json");
+    let entry = |behaviour: &str| serde_json::json!({"command": FIXTURE, "args": [behaviour]});
+    let text = serde_json::json!({"mcpServers": {
+        "plain": entry("correct"),
+        "more": entry("paginated"),
+        "none": entry("empty-tools"),
+    }});
+    std::fs::write(&config, text.to_string()).unwrap();
+    let run = b.run(&[
+        "check",
+        "-e",
+        b.evidence.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "--all",
+        "--only",
+        "security.tool_shadowing",
+        "--only",
+        "protocol.handshake",
+    ]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    for name in ["plain", "more", "none"] {
+        assert!(run.stdout.contains(&format!("== {name} ==")), "{}", run.stdout);
+    }
+    assert!(run.stdout.contains("summary of 3 servers:"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("3 tools have the name of another server's tool: `echo` (also in more)"),
+        "{}",
+        run.stdout
+    );
+    // One block per server, each with its own shadowing result.
+    let blocks = b.blocks();
+    assert_eq!(blocks.len(), 3);
+    let status_of = |block: &Value| {
+        block["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == "security.tool_shadowing")
+            .map(|r| r["status"].as_str().unwrap().to_string())
+    };
+    let mut statuses: Vec<String> = blocks.iter().filter_map(status_of).collect();
+    statuses.sort();
+    assert_eq!(statuses, ["fail", "fail", "pass"]);
+    assert_eq!(b.run(&["verify", b.evidence.to_str().unwrap()]).code, 0);
+    // Run alone, a server has nothing to compare with.
+    let one = b.run(&[
+        "check",
+        "--no-record",
+        "--only",
+        "security.tool_shadowing",
+        "--",
+        FIXTURE,
+        "correct",
+    ]);
+    assert!(
+        one.stdout.contains("run `check --config FILE --all`"),
+        "{}",
+        one.stdout
+    );
+}

@@ -169,7 +169,12 @@ fn the_poisoned_server_is_flagged_finding_by_finding_with_the_offending_text_quo
         .as_array()
         .unwrap()
         .iter()
-        .filter(|r| r["id"].as_str().unwrap().starts_with("security.") && r["status"] != "pass")
+        .filter(|r| {
+            r["id"].as_str().unwrap().starts_with("security.")
+                && r["status"] != "pass"
+                // Compares the servers of a config: run on one server, it skips.
+                && r["id"] != "security.tool_shadowing"
+        })
         .collect();
     assert_eq!(recorded.len(), POISONED.len(), "{recorded:?}");
     for r in recorded {

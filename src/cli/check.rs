@@ -82,6 +82,9 @@ pub fn run(args: CheckArgs) -> u8 {
         };
         return super::error(format!("`{bad}` names no check; {hint}"));
     }
+    if args.server.all {
+        return run_all(&args);
+    }
     let server = match args.server.options("check") {
         Ok(s) => s,
         Err(e) => return super::error(e),
@@ -178,6 +181,158 @@ pub fn run(args: CheckArgs) -> u8 {
         Err(e) => code = super::error(e),
     }
     code
+}
+
+/// `check --config FILE --all`: every server of the config, at most as many at once as there
+/// are cores; then each server's tools are compared with the others' (`security.tool_shadowing`);
+/// one block each, a summary table, and the worst exit code.
+fn run_all(args: &CheckArgs) -> u8 {
+    use crate::check::{CheckReport, Status};
+    let servers = match args.server.options_all("check") {
+        Ok(s) => s,
+        Err(e) => return super::error(e),
+    };
+    if servers.is_empty() {
+        return super::error("the config lists no server");
+    }
+    if args.json.is_some() || args.junit.is_some() || args.sarif.is_some() || args.markdown.is_some() {
+        return super::error(
+            "--all prints a text report per server and a summary; run one server (--server NAME) for --json, --junit, --sarif or --markdown",
+        );
+    }
+    let recorder = match Recorder::new(&args.record, "checks.jsonl") {
+        Ok(r) => r,
+        Err(e) => return super::error(e),
+    };
+    // Several servers at once would interleave their progress lines.
+    crate::progress::enable(false);
+    let queue = std::sync::Mutex::new(servers.into_iter().enumerate().collect::<Vec<_>>());
+    let done = std::sync::Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism().map_or(2, usize::from).max(1);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                loop {
+                    let next = queue.lock().map(|mut q| q.pop()).unwrap_or(None);
+                    let Some((i, (name, server))) = next else { break };
+                    let report = server.map(|server| {
+                        let mut opts = CheckOptions::new(Vec::new());
+                        opts.server = server;
+                        opts.only = args.only.clone();
+                        opts.skip = args.skip.clone();
+                        opts.strict = args.strict;
+                        opts.call_tools = args.call_tools;
+                        opts.safe_tools = args.safe_tool.clone();
+                        crate::check::check(&opts)
+                    });
+                    if let Ok(mut d) = done.lock() {
+                        d.push((i, name, report));
+                    }
+                }
+            });
+        }
+    });
+    let mut done: Vec<(usize, String, Result<CheckReport, String>)> = done.into_inner().unwrap_or_default();
+    done.sort_by_key(|(i, _, _)| *i);
+    // Tool names per server, from the surface each run saw.
+    let tools: Vec<(String, Vec<String>)> = done
+        .iter()
+        .filter_map(|(_, name, r)| {
+            let s = r.as_ref().ok()?.surface.as_ref()?;
+            Some((
+                name.clone(),
+                s.tools.items.iter().map(|t| t.name.clone()).collect(),
+            ))
+        })
+        .collect();
+    let shadow = crate::check::checks::ALL
+        .iter()
+        .find(|c| c.id == "security.tool_shadowing")
+        .expect("in the registry");
+    let mut worst = super::help::exit::OK;
+    let mut rows = Vec::new();
+    for (_, name, report) in &mut done {
+        let mut report = match report {
+            Ok(r) => r.clone(),
+            Err(e) => {
+                rows.push(format!(
+                    "  {:<24} could not run: {}",
+                    crate::inert::inert(name),
+                    crate::inert::inert(e)
+                ));
+                worst = worst.max(super::EXIT_USAGE);
+                continue;
+            }
+        };
+        let mine = tools.iter().find(|(n, _)| n == name).map(|(_, t)| t.clone());
+        let others: Vec<(String, Vec<String>)> = tools.iter().filter(|(n, _)| n != name).cloned().collect();
+        if let (Some(mine), Some(slot)) = (mine, report.results.iter_mut().find(|r| r.id == shadow.id)) {
+            let found = crate::check::checks::security::shadowing(&mine, &others);
+            let outcome = if found.is_empty() {
+                crate::check::checks::Outcome::pass(format!(
+                    "none of its {} tools is named like a tool of the other {} servers",
+                    mine.len(),
+                    others.len()
+                ))
+            } else {
+                let list: Vec<String> = found
+                    .iter()
+                    .take(20)
+                    .map(|(t, s)| format!("`{t}` (also in {})", s.join(", ")))
+                    .collect();
+                crate::check::checks::Outcome::fail(format!(
+                    "{} tools have the name of another server's tool: {}",
+                    found.len(),
+                    list.join("; ")
+                ))
+            };
+            *slot = shadow.result(outcome, &crate::redact::Redactor::default());
+        }
+        outln!("== {} ==", crate::inert::inert(name));
+        out!("{}", report::human(&report, super::colour(), args.verbose));
+        let code = match recorder.record(record::block_body(&report), args.if_changed) {
+            Ok(Recorded::Appended { seq, hash, .. }) => {
+                outln!("recorded: {} seq {seq} head {hash}", recorder.path().display());
+                report.exit_code()
+            }
+            Ok(Recorded::NotAppended(msg)) => {
+                outln!("{msg}");
+                report.exit_code()
+            }
+            Ok(Recorded::Off) => report.exit_code(),
+            Err(e) => {
+                super::error(e);
+                super::EXIT_USAGE
+            }
+        };
+        worst = worst.max(code);
+        let c = report.counts();
+        let shadowing = report.results.iter().find(|r| r.id == shadow.id).map_or("", |r| {
+            if r.status == Status::Fail {
+                " (shadows a tool)"
+            } else {
+                ""
+            }
+        });
+        rows.push(format!(
+            "  {:<24} {:>4} pass {:>4} warn {:>4} fail {:>4} skip{}{}",
+            crate::inert::inert(name),
+            c.pass,
+            c.warn,
+            c.fail,
+            c.skip,
+            report.could_not_run.as_ref().map_or(String::new(), |w| format!(
+                "  could not run: {}",
+                crate::inert::inert(w)
+            )),
+            shadowing
+        ));
+    }
+    outln!("\nsummary of {} servers:", rows.len());
+    for row in rows {
+        outln!("{row}");
+    }
+    worst
 }
 
 /// `check --list`: one line per check, grouped.

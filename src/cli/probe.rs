@@ -42,6 +42,11 @@ pub struct ProbeArgs {
 }
 
 pub fn run(args: ProbeArgs) -> u8 {
+    if args.server.all {
+        return super::error(
+            "probe --all is not built yet: run `mcp-witness check --config FILE --all`, or probe one server with --server NAME",
+        );
+    }
     let opts = match options(&args) {
         Ok(o) => o,
         Err(e) => return super::error(e),

@@ -15,8 +15,11 @@ use crate::probe::EraChoice;
 use crate::target::{HeaderValue, ServerOptions};
 use crate::wire::framing::DEFAULT_MAX_LINE;
 
+/// One server of a config, by name, with its options or why its entry cannot be used.
+pub type Named = (String, Result<ServerOptions, String>);
+
 /// The server to run and how to talk to it.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ServerArgs {
     /// Bound on each wait for a reply, in seconds (fractions allowed).
     #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_secs)]
@@ -43,6 +46,10 @@ pub struct ServerArgs {
     /// Name of the server in --config.
     #[arg(long, value_name = "NAME", requires = "config")]
     pub server: Option<String>,
+    /// Every server of --config (check only): each checked, one block each, a summary table,
+    /// and tools that shadow another server's tool found; the exit code is the worst.
+    #[arg(long, requires = "config", conflicts_with = "server")]
+    pub all: bool,
     /// Bound on one stdout line, in bytes; a longer line is a fail.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_LINE)]
     pub max_line: usize,
@@ -90,6 +97,25 @@ impl From<EraArg> for EraChoice {
 impl ServerArgs {
     /// The server options: the command, environment and folder from `-- COMMAND` or
     /// `--config/--server`, and how to talk to it.
+    /// The options of every server of `--config`, by name, in the config's order; a server
+    /// whose entry cannot be used carries its error.
+    pub fn options_all(&self, verb: &str) -> Result<Vec<Named>, String> {
+        let Some(path) = &self.config else {
+            return Err("--all needs --config FILE".into());
+        };
+        let names = config::names(path).map_err(|e| e.to_string())?;
+        Ok(names
+            .into_iter()
+            .map(|name| {
+                let mut one = self.clone();
+                one.server = Some(name.clone());
+                one.all = false;
+                let opts = one.options(verb);
+                (name, opts)
+            })
+            .collect())
+    }
+
     pub fn options(&self, verb: &str) -> Result<ServerOptions, String> {
         let mut url = self.url.clone();
         let mut headers: Vec<(String, HeaderValue)> = Vec::new();

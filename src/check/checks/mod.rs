@@ -10,7 +10,7 @@ mod robustness;
 
 mod schema;
 mod schema_json;
-mod security;
+pub(crate) mod security;
 mod transport;
 mod wire;
 
@@ -980,6 +980,16 @@ pub const ALL: &[Check] = &[
             SPEC_TOOLS,
             "Keep tool definitions stable for a session; when the list really changes, declare tools.listChanged and send notifications/tools/list_changed. A tool that changes after approval is a rug pull.",
             security::tool_list_drift,
+        ),
+    ),
+    reads(
+        TOOLS,
+        check(
+            "security.tool_shadowing",
+            "no tool has the name of another server's tool in the same config (check --config FILE --all)",
+            SPEC_SECURITY,
+            "Rename the tool, or do not give one client both servers: a client that merges their tools may call the other server's tool, or a malicious server may take over a trusted tool's name.",
+            security::tool_shadowing,
         ),
     ),
     wire_check(

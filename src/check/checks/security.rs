@@ -1198,6 +1198,31 @@ pub fn tool_list_drift(ctx: &mut Ctx<'_>) -> Outcome {
     }
 }
 
+/// Run on one server, there is nothing to compare with: `check --config FILE --all` grades
+/// this after every server of the config ran (`shadowing`).
+pub fn tool_shadowing(_ctx: &mut Ctx<'_>) -> Outcome {
+    Outcome::skip("compares the servers of one config: run `check --config FILE --all`")
+}
+
+/// The names of `mine` that are also tools of another server: (tool, the other servers).
+pub fn shadowing<'a>(
+    mine: &'a [String],
+    others: &'a [(String, Vec<String>)],
+) -> Vec<(&'a str, Vec<&'a str>)> {
+    let mut found = Vec::new();
+    for tool in mine {
+        let servers: Vec<&str> = others
+            .iter()
+            .filter(|(_, tools)| tools.contains(tool))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        if !servers.is_empty() && !found.iter().any(|(t, _): &(&str, Vec<&str>)| *t == tool.as_str()) {
+            found.push((tool.as_str(), servers));
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
