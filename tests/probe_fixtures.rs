@@ -675,3 +675,32 @@ fn a_long_wait_shows_what_is_awaited_on_a_terminal_and_nothing_in_a_pipe_or_with
     assert!(!piped.stderr.contains("waiting for"), "{}", piped.stderr);
     assert!(!piped.stderr.contains('\x1b'), "{:?}", piped.stderr);
 }
+
+#[test]
+fn probe_all_probes_every_server_of_a_config_and_exits_with_the_worst_verdict() {
+    let b = Bench::new("probe-all");
+    let config = b.dir.join("mcp.json");
+    let text = serde_json::json!({"mcpServers": {
+        "good": {"command": FIXTURE, "args": ["correct"]},
+        "empty": {"command": FIXTURE, "args": ["empty-tools"]},
+        "web": {"type": "websocket", "url": "ws://127.0.0.1:1"},
+    }});
+    std::fs::write(&config, text.to_string()).unwrap();
+    let ev = b.evidence.to_str().unwrap();
+    let run = b.run(&["probe", "-e", ev, "--config", config.to_str().unwrap(), "--all"]);
+    // The websocket entry cannot be probed: a usage error, the worst code.
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("summary of 3 servers:"), "{}", run.stdout);
+    assert!(run.stdout.contains("good") && run.stdout.contains("pass"), "{}", run.stdout);
+    assert!(run.stdout.contains("no_tools"), "{}", run.stdout);
+    assert!(run.stdout.contains("could not run"), "{}", run.stdout);
+    assert_eq!(b.blocks().len(), 2, "one block per server that ran");
+    // Without the unusable entry, the worst is the empty server's fail.
+    let text = serde_json::json!({"mcpServers": {
+        "good": {"command": FIXTURE, "args": ["correct"]},
+        "empty": {"command": FIXTURE, "args": ["empty-tools"]},
+    }});
+    std::fs::write(&config, text.to_string()).unwrap();
+    let run = b.run(&["probe", "--no-record", "--config", config.to_str().unwrap(), "--all"]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+}

@@ -44,6 +44,7 @@ pub const PAGES: &[Page] = &[
             "mcp-witness probe -- npx -y @modelcontextprotocol/server-everything",
             "mcp-witness probe --era auto --timeout 30 -- python -m my_server",
             "mcp-witness probe --config .vscode/mcp.json --server github",
+            "mcp-witness probe --config .vscode/mcp.json --all",
             "mcp-witness probe --if-changed -e evidence/probes.jsonl -- node dist/index.js",
             "mcp-witness probe --url http://127.0.0.1:3001/mcp --header-env Authorization=MCP_TOKEN",
         ],
@@ -54,6 +55,7 @@ pub const PAGES: &[Page] = &[
         examples: &[
             "mcp-witness check -- node dist/index.js",
             "mcp-witness check --list",
+            "mcp-witness check --config .cursor/mcp.json --all",
             "mcp-witness check --only schema --skip schema.tool_description -- ./server",
             "mcp-witness check --junit junit.xml --sarif check.sarif --github -- ./server",
             "mcp-witness check --url http://127.0.0.1:3001/mcp --only transport",

@@ -43,9 +43,7 @@ pub struct ProbeArgs {
 
 pub fn run(args: ProbeArgs) -> u8 {
     if args.server.all {
-        return super::error(
-            "probe --all is not built yet: run `mcp-witness check --config FILE --all`, or probe one server with --server NAME",
-        );
+        return run_all(&args);
     }
     let opts = match options(&args) {
         Ok(o) => o,
@@ -114,6 +112,99 @@ pub fn run(args: ProbeArgs) -> u8 {
             super::error(e)
         }
     }
+}
+
+/// `probe --config FILE --all`: every server of the config, at most as many at once as
+/// there are cores; one block each, a summary table, and the worst exit code (a usage error,
+/// then fail, then inconclusive, then pass).
+fn run_all(args: &ProbeArgs) -> u8 {
+    if args.call.is_some() || args.expect.is_some() || args.json {
+        return super::error(
+            "--all probes every server of the config alike: --call, --expect and --json are for one server (--server NAME)",
+        );
+    }
+    let servers = match args.server.options_all("probe") {
+        Ok(s) => s,
+        Err(e) => return super::error(e),
+    };
+    if servers.is_empty() {
+        return super::error("the config lists no server");
+    }
+    let recorder = match Recorder::new(&args.record, "probes.jsonl") {
+        Ok(r) => r,
+        Err(e) => return super::error(e),
+    };
+    // Several servers at once would interleave their progress lines.
+    crate::progress::enable(false);
+    let queue = std::sync::Mutex::new(servers.into_iter().enumerate().collect::<Vec<_>>());
+    let done = std::sync::Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism().map_or(2, usize::from).max(1);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                loop {
+                    let next = queue.lock().map(|mut q| q.pop()).unwrap_or(None);
+                    let Some((i, (name, server))) = next else { break };
+                    let seen = server.map(|server| probe(&ProbeOptions { server, call: None }));
+                    if let Ok(mut d) = done.lock() {
+                        d.push((i, name, seen));
+                    }
+                }
+            });
+        }
+    });
+    let mut done: Vec<_> = done.into_inner().unwrap_or_default();
+    done.sort_by_key(|(i, _, _)| *i);
+    // How bad an exit code is: usage error, then fail, then inconclusive, then pass.
+    let rank = |code: u8| match code {
+        2 => 3,
+        1 => 2,
+        3 => 1,
+        _ => 0,
+    };
+    let mut worst = super::help::exit::OK;
+    let mut rows = Vec::new();
+    for (_, name, seen) in done {
+        let name = crate::inert::inert(&name).into_owned();
+        let obs = match seen {
+            Ok(obs) => obs,
+            Err(e) => {
+                rows.push(format!("  {name:<24} could not run: {}", crate::inert::inert(&e)));
+                worst = if rank(super::EXIT_USAGE) > rank(worst) {
+                    super::EXIT_USAGE
+                } else {
+                    worst
+                };
+                continue;
+            }
+        };
+        outln!("== {name} ==");
+        print_summary(&obs);
+        let mut code = obs.verdict.exit_code();
+        match recorder.record(record::block_body(&obs), args.if_changed) {
+            Ok(Recorded::Appended { seq, hash, .. }) => {
+                outln!("recorded: {} seq {seq} head {hash}", recorder.path().display())
+            }
+            Ok(Recorded::NotAppended(msg)) => outln!("{msg}"),
+            Ok(Recorded::Off) => {}
+            Err(e) => code = super::error(e),
+        }
+        if rank(code) > rank(worst) {
+            worst = code;
+        }
+        let tools = obs.tools.as_ref().map_or(0, |t| t.count);
+        let reasons: Vec<&str> = obs.reasons.iter().map(|r| r.code.as_str()).collect();
+        rows.push(format!(
+            "  {name:<24} {:<12} {tools:>5} tools  {}",
+            obs.verdict.as_str(),
+            reasons.join(", ")
+        ));
+    }
+    outln!("\nsummary of {} servers:", rows.len());
+    for row in rows {
+        outln!("{row}");
+    }
+    worst
 }
 
 fn options(args: &ProbeArgs) -> Result<ProbeOptions, String> {

@@ -46,8 +46,9 @@ pub struct ServerArgs {
     /// Name of the server in --config.
     #[arg(long, value_name = "NAME", requires = "config")]
     pub server: Option<String>,
-    /// Every server of --config (check only): each checked, one block each, a summary table,
-    /// and tools that shadow another server's tool found; the exit code is the worst.
+    /// Every server of --config: each probed or checked (as many at once as there are cores),
+    /// one block each, a summary table, the worst exit code; check also finds tools that
+    /// shadow another server's tool.
     #[arg(long, requires = "config", conflicts_with = "server")]
     pub all: bool,
     /// Bound on one stdout line, in bytes; a longer line is a fail.
