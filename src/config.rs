@@ -24,6 +24,8 @@ pub struct ServerEntry {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
+    /// VS Code's `envFile`, read by `parse` into `env`.
+    pub env_file: Option<String>,
 }
 
 #[derive(Debug)]
@@ -43,6 +45,16 @@ pub enum ConfigError {
     Duplicate {
         path: PathBuf,
         name: String,
+    },
+    /// A `${input:ID}` variable: VS Code asks the user for it; mcp-witness cannot.
+    Input {
+        name: String,
+        input: String,
+    },
+    /// The `envFile` could not be read.
+    EnvFile {
+        name: String,
+        why: String,
     },
     NoSuchServer {
         path: PathBuf,
@@ -89,6 +101,11 @@ impl std::fmt::Display for ConfigError {
                 "config {} names server `{name}` twice; a client would silently use only one of the two entries: rename or remove one",
                 path.display()
             ),
+            ConfigError::Input { name, input } => write!(
+                f,
+                "server `{name}` uses ${{input:{input}}}, which VS Code asks the user for; give the value with --env NAME=VALUE (or --header-env for a header) and a server entry without it"
+            ),
+            ConfigError::EnvFile { name, why } => write!(f, "server `{name}`: envFile: {why}"),
             ConfigError::NoSuchServer { path, name, known } => write!(
                 f,
                 "config {} has no server `{name}`; it has: {}",
@@ -222,6 +239,106 @@ fn duplicate_server(text: &str) -> Option<String> {
 pub fn parse(text: &str, name: &str, path: &Path) -> Result<ServerEntry, ConfigError> {
     let value = value_of(text, path)?;
     let servers = servers_of(&value, path)?;
+    let mut entry = parse_entry(servers, name, path)?;
+    substitute(&mut entry, name, path)?;
+    Ok(entry)
+}
+
+/// VS Code's variables, as VS Code resolves them: `${workspaceFolder}` (the folder holding
+/// `.vscode`, else the config's folder), `${userHome}`, `${env:VAR}` (empty when unset);
+/// `${input:ID}` is refused, naming it. Then `envFile` (KEY=VALUE lines) under the entry's
+/// own `env`.
+fn substitute(entry: &mut ServerEntry, name: &str, path: &Path) -> Result<(), ConfigError> {
+    let folder = std::path::absolute(path)
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_default();
+    let workspace = if folder.file_name().is_some_and(|f| f == ".vscode") {
+        folder.parent().map(Path::to_path_buf).unwrap_or(folder)
+    } else {
+        folder
+    };
+    let home = std::env::var("HOME").unwrap_or_default();
+    let one = |text: &str| -> Result<String, ConfigError> {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(start) = rest.find("${") {
+            out.push_str(&rest[..start]);
+            let Some(len) = rest[start..].find('}') else {
+                out.push_str(&rest[start..]);
+                return Ok(out);
+            };
+            let var = &rest[start + 2..start + len];
+            match var {
+                "workspaceFolder" => out.push_str(&workspace.display().to_string()),
+                "userHome" => out.push_str(&home),
+                v if v.starts_with("env:") => out.push_str(&std::env::var(&v[4..]).unwrap_or_default()),
+                v if v.starts_with("input:") => {
+                    return Err(ConfigError::Input {
+                        name: name.to_string(),
+                        input: v[6..].to_string(),
+                    });
+                }
+                other => out.push_str(&format!("${{{other}}}")),
+            }
+            rest = &rest[start + len + 1..];
+        }
+        out.push_str(rest);
+        Ok(out)
+    };
+    entry.command = one(&entry.command)?;
+    for a in &mut entry.args {
+        *a = one(a)?;
+    }
+    for (_, v) in &mut entry.env {
+        *v = one(v)?;
+    }
+    for (_, v) in &mut entry.headers {
+        *v = one(v)?;
+    }
+    if let Some(u) = &entry.url {
+        entry.url = Some(one(u)?);
+    }
+    if let Some(c) = &entry.cwd {
+        entry.cwd = Some(PathBuf::from(one(&c.display().to_string())?));
+    }
+    if let Some(file) = entry.env_file.take() {
+        let file = PathBuf::from(one(&file)?);
+        let file = if file.is_relative() {
+            workspace.join(file)
+        } else {
+            file
+        };
+        let text = read(&file).map_err(|e| ConfigError::EnvFile {
+            name: name.to_string(),
+            why: e.to_string(),
+        })?;
+        let mut from_file: Vec<(String, String)> = Vec::new();
+        for line in text.lines().map(str::trim) {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let line = line.strip_prefix("export ").unwrap_or(line);
+            if let Some((k, v)) = line.split_once('=') {
+                let v = v.trim();
+                let v = v.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(v);
+                if !entry.env.iter().any(|(e, _)| e == k.trim()) {
+                    from_file.push((k.trim().to_string(), v.to_string()));
+                }
+            }
+        }
+        entry.env.extend(from_file);
+        entry.env.sort();
+    }
+    Ok(())
+}
+
+/// The entry `name` of a servers object, as written.
+fn parse_entry(
+    servers: &serde_json::Map<String, Value>,
+    name: &str,
+    path: &Path,
+) -> Result<ServerEntry, ConfigError> {
     let entry = servers.get(name).ok_or_else(|| ConfigError::NoSuchServer {
         path: path.into(),
         name: name.to_string(),
@@ -269,6 +386,7 @@ pub fn parse(text: &str, name: &str, path: &Path) -> Result<ServerEntry, ConfigE
             args: Vec::new(),
             env: Vec::new(),
             cwd: None,
+            env_file: None,
         });
     }
     let command = match entry.get("command") {
@@ -306,6 +424,11 @@ pub fn parse(text: &str, name: &str, path: &Path) -> Result<ServerEntry, ConfigE
         Some(Value::String(c)) => Some(PathBuf::from(c)),
         Some(_) => return Err(field_err("cwd", "a string")),
     };
+    let env_file = match entry.get("envFile") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(f)) => Some(f.clone()),
+        Some(_) => return Err(field_err("envFile", "a string")),
+    };
     Ok(ServerEntry {
         command,
         url: None,
@@ -313,6 +436,7 @@ pub fn parse(text: &str, name: &str, path: &Path) -> Result<ServerEntry, ConfigE
         args,
         env,
         cwd,
+        env_file,
     })
 }
 
@@ -442,5 +566,46 @@ mod tests {
             "{err}"
         );
         assert!(err.to_string().contains("names server `a` twice"));
+    }
+
+    #[test]
+    fn vs_code_variables_are_resolved_an_input_is_refused_by_name_and_an_env_file_is_read() {
+        let dir = std::env::temp_dir().join(format!("mcpw-cfg-{}", std::process::id()));
+        let vscode = dir.join(".vscode");
+        std::fs::create_dir_all(&vscode).unwrap();
+        std::fs::write(
+            dir.join(".env"),
+            "# secrets\nAPI_KEY=from-file\nexport MODE=\"fast\"\n",
+        )
+        .unwrap();
+        let path = vscode.join("mcp.json");
+        let text = r#"{"servers": {
+            "s": {"command": "${workspaceFolder}/bin/srv", "args": ["--home", "${userHome}", "${unknown}"],
+                  "env": {"MODE": "slow"}, "envFile": "${workspaceFolder}/.env"},
+            "ask": {"command": "srv", "env": {"TOKEN": "${input:token}"}}}}"#;
+        let s = parse(text, "s", &path).unwrap();
+        assert_eq!(s.command, format!("{}/bin/srv", dir.display()));
+        assert_eq!(
+            s.args,
+            [
+                "--home",
+                std::env::var("HOME").unwrap_or_default().as_str(),
+                "${unknown}"
+            ]
+        );
+        assert_eq!(
+            s.env,
+            [
+                ("API_KEY".to_string(), "from-file".to_string()),
+                ("MODE".to_string(), "slow".to_string())
+            ]
+        );
+        let err = parse(text, "ask", &path).unwrap_err();
+        assert!(
+            matches!(&err, ConfigError::Input { input, .. } if input == "token"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("${input:token}"), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }
