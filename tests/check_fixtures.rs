@@ -731,3 +731,28 @@ fn check_all_runs_every_server_of_a_config_and_finds_tools_that_shadow_another_s
         one.stdout
     );
 }
+
+#[test]
+fn a_safe_tool_the_server_does_not_list_is_a_warning_on_stderr() {
+    let b = Bench::new("safe-tool-typo");
+    let run = b.run(&[
+        "check",
+        "--no-record",
+        "--only",
+        "robustness.result_shape",
+        "--safe-tool",
+        "ech0",
+        "--safe-tool",
+        "echo",
+        "--",
+        FIXTURE,
+        "correct",
+    ]);
+    assert!(
+        run.stderr
+            .contains("--safe-tool `ech0` names no tool the server lists"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("`echo` names no tool"), "{}", run.stderr);
+}

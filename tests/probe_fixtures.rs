@@ -691,7 +691,11 @@ fn probe_all_probes_every_server_of_a_config_and_exits_with_the_worst_verdict() 
     // The websocket entry cannot be probed: a usage error, the worst code.
     assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("summary of 3 servers:"), "{}", run.stdout);
-    assert!(run.stdout.contains("good") && run.stdout.contains("pass"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("good") && run.stdout.contains("pass"),
+        "{}",
+        run.stdout
+    );
     assert!(run.stdout.contains("no_tools"), "{}", run.stdout);
     assert!(run.stdout.contains("could not run"), "{}", run.stdout);
     assert_eq!(b.blocks().len(), 2, "one block per server that ran");
@@ -701,6 +705,12 @@ fn probe_all_probes_every_server_of_a_config_and_exits_with_the_worst_verdict() 
         "empty": {"command": FIXTURE, "args": ["empty-tools"]},
     }});
     std::fs::write(&config, text.to_string()).unwrap();
-    let run = b.run(&["probe", "--no-record", "--config", config.to_str().unwrap(), "--all"]);
+    let run = b.run(&[
+        "probe",
+        "--no-record",
+        "--config",
+        config.to_str().unwrap(),
+        "--all",
+    ]);
     assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
 }

@@ -129,6 +129,17 @@ pub fn run(args: CheckArgs) -> u8 {
     };
     let report = crate::check::check_with(&opts, &mut show);
     let mut code = report.exit_code();
+    // A --safe-tool the server does not list was never called: say so, it is likely a typo.
+    if let Some(surface) = &report.surface {
+        for tool in &args.safe_tool {
+            if !surface.tools.items.iter().any(|t| &t.name == tool) {
+                eprintln!(
+                    "mcp-witness: warning: --safe-tool `{}` names no tool the server lists; it was not called",
+                    crate::inert::inert(tool)
+                );
+            }
+        }
+    }
 
     if json_stdout {
         outln!("{}", crate::inert::json(&report.to_json()));
