@@ -173,9 +173,7 @@ fn print_help(command: Option<&str>) -> u8 {
 /// Prints an error the way every subcommand does. An error is one line, and may quote a
 /// server's or a file's text: the whole message is made inert.
 pub(crate) fn error(message: impl std::fmt::Display) -> u8 {
-    eprintln!(
-        "mcp-witness: error: {}",
-        crate::inert::inert(&message.to_string())
-    );
+    // The same form as clap's own usage errors: `error: …` on stderr, exit code 2.
+    eprintln!("error: {}", crate::inert::inert(&message.to_string()));
     EXIT_USAGE
 }
