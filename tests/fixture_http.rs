@@ -219,7 +219,7 @@ fn probe_url_passes_on_the_clean_http_fixture_with_the_correct_tools() {
 }
 
 #[test]
-fn the_401_http_fixture_is_inconclusive_auth_required_with_its_challenge_and_metadata() {
+fn the_401_http_fixture_is_inconclusive_auth_required_for_probe_and_no_finding_for_check() {
     let bench = Bench::new("fixture-http-401");
     let fixture = HttpFixture::start("unauthorized", &bench);
     let ev = bench.evidence.to_str().unwrap().to_string();
@@ -233,6 +233,15 @@ fn the_401_http_fixture_is_inconclusive_auth_required_with_its_challenge_and_met
     assert!(challenge.starts_with("Bearer resource_metadata="), "{challenge}");
     assert_eq!(auth["metadata_status"], 200, "{auth}");
     assert_eq!(auth["metadata"]["resource"].as_str(), Some(fixture.url.as_str()));
+    // check: it could not run (exit 2), says credentials are needed and how to give them,
+    // and finds no defect (the handshake checks skip: a 401 is no fault of the server).
+    let run = bench.run(&["check", "--no-record", "--json", "--url", &fixture.url]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    let why = report["could_not_run"].as_str().unwrap();
+    assert!(why.contains("HTTP 401") && why.contains("--header-env"), "{why}");
+    assert_eq!(report["counts"]["fail"], 0, "{report}");
+    assert_eq!(report["counts"]["warn"], 0, "{report}");
     let log = fixture.stop();
     assert!(log.contains("-> 401"), "{log}");
     assert!(
