@@ -280,3 +280,52 @@ fn an_unknown_http_behaviour_is_refused_with_the_list_of_behaviours() {
     );
     assert!(out.stdout.is_empty(), "it printed a URL: it listened");
 }
+
+/// Sends `bytes` on a fresh connection and reads the reply's status line (bounded waits).
+fn status_of(port: u16, bytes: &[u8]) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = s.write_all(bytes);
+    let mut reply = Vec::new();
+    let _ = s.take(64 * 1024).read_to_end(&mut reply);
+    let reply = String::from_utf8_lossy(&reply);
+    reply.lines().next().unwrap_or("").to_string()
+}
+
+#[test]
+fn hostile_requests_to_the_http_fixture_get_their_status_and_it_keeps_serving() {
+    let bench = Bench::new("fixture-http-hostile");
+    let fixture = HttpFixture::start("correct", &bench);
+    let port = fixture.port;
+    let mut huge = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: ".to_vec();
+    huge.extend(std::iter::repeat_n(b'a', 100 * 1024));
+    huge.extend_from_slice(b"\r\n\r\n");
+    assert_eq!(
+        status_of(port, &huge),
+        "HTTP/1.1 431 Request Header Fields Too Large"
+    );
+    assert_eq!(
+        status_of(port, b"\xff\xfe garbage\r\n\r\n"),
+        "HTTP/1.1 400 Bad Request"
+    );
+    assert_eq!(
+        status_of(
+            port,
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 99999999999\r\n\r\n"
+        ),
+        "HTTP/1.1 413 Content Too Large"
+    );
+    assert_eq!(
+        status_of(port, b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
+        "HTTP/1.1 405 Method Not Allowed"
+    );
+    assert_eq!(
+        status_of(port, b"POST /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
+        "HTTP/1.1 404 Not Found"
+    );
+    let run = bench.run(&["probe", "--no-record", "--json", "--url", &fixture.url]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    fixture.stop();
+}
