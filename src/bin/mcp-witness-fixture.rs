@@ -147,9 +147,17 @@
 //! - `wire-defects`: a self-contained server with one planted defect per class of `check`'s
 //!   wire group (a null title, a string `required`, an object `instructions`, an unknown
 //!   content type, an error without "jsonrpc", …); see `fixture/wire_defects.rs`.
+//! - `http <BEHAVIOUR> [PORT]`: Streamable HTTP on `http://127.0.0.1:PORT/mcp` (PORT 0 or none:
+//!   any free port; the URL is printed on stdout), answering like `correct`; `correct` is a clean
+//!   HTTP server, and `session-unknown-400`, `session-deleted-200`, `version-accepted`,
+//!   `origin-served`, `host-served`, `accept-ignored`, `content-type-ignored`, `batch-accepted`,
+//!   `error-body-plain`, `unauthorized` (401) and `redirect` (307) each break one rule; see
+//!   `fixture/http.rs`.
 
 #[path = "fixture/hostile.rs"]
 mod hostile;
+#[path = "fixture/http.rs"]
+mod http;
 #[path = "fixture/past.rs"]
 mod past;
 #[path = "fixture/poisoned.rs"]
@@ -326,6 +334,7 @@ fn main() -> ExitCode {
         .or_else(|| schema_defects::run(name))
         .or_else(|| past::run(name))
         .or_else(|| wire_defects::run(name))
+        .or_else(|| http::run(name, &args))
     {
         return if result.is_ok() {
             ExitCode::SUCCESS

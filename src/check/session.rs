@@ -117,6 +117,9 @@ pub struct Ctx<'o> {
     /// `resources/templates/list`, walked when `resources` is declared and a check reads it.
     pub templates: Listing,
     pub could_not_run: Option<String>,
+    /// The handshake was refused with HTTP 401: the server wants credentials, which is no
+    /// defect of it (the handshake checks skip rather than fail).
+    pub auth_required: bool,
     pub redactor: Redactor,
     pub teardown: Option<Teardown>,
     pub stderr: Option<Arc<Mutex<StderrLog>>>,
@@ -186,6 +189,7 @@ impl<'o> Ctx<'o> {
             prompts: Listing::not_fetched(false),
             templates: Listing::not_fetched(false),
             could_not_run: None,
+            auth_required: false,
             redactor: prepared.redactor,
             teardown: None,
             stderr: None,
@@ -263,6 +267,10 @@ impl<'o> Ctx<'o> {
             log.version = version;
         }
         if let Err(e) = outcome {
+            self.auth_required = matches!(&e, HandshakeError::NoReply {
+                why: NoReply::Refused(r),
+                ..
+            } if r.status == 401);
             if let HandshakeError::NoReply {
                 step,
                 why: NoReply::Timeout { waited_ms },

@@ -20,13 +20,23 @@ fn modern_only(ctx: &Ctx<'_>) -> Option<Outcome> {
         .then(|| Outcome::skip("modern era only: run with --era modern or --era auto"))
 }
 
+/// Without a handshake: a skip when the server asked for credentials (no defect of it), else
+/// a failure saying why.
+fn no_handshake(ctx: &Ctx<'_>) -> Outcome {
+    let why = ctx
+        .could_not_run
+        .clone()
+        .unwrap_or_else(|| "no handshake reply".into());
+    if ctx.auth_required {
+        Outcome::skip(why)
+    } else {
+        Outcome::fail(why)
+    }
+}
+
 pub fn handshake_version(ctx: &mut Ctx<'_>) -> Outcome {
     let Some(init) = &ctx.init else {
-        return Outcome::fail(
-            ctx.could_not_run
-                .clone()
-                .unwrap_or_else(|| "no handshake reply".into()),
-        );
+        return no_handshake(ctx);
     };
     if ctx.era == crate::mcp::Era::Modern {
         let versions: Vec<&str> = init
@@ -56,11 +66,7 @@ pub fn handshake_version(ctx: &mut Ctx<'_>) -> Outcome {
 
 pub fn handshake_serverinfo(ctx: &mut Ctx<'_>) -> Outcome {
     if ctx.init.is_none() {
-        return Outcome::fail(
-            ctx.could_not_run
-                .clone()
-                .unwrap_or_else(|| "no handshake reply".into()),
-        );
+        return no_handshake(ctx);
     }
     match &ctx.server {
         None => Outcome::fail("no serverInfo with a string name"),
