@@ -172,12 +172,36 @@ fn value_of(text: &str, path: &Path) -> Result<Value, ConfigError> {
 }
 
 /// The servers object of a config.
-fn servers_of<'a>(value: &'a Value, path: &Path) -> Result<&'a serde_json::Map<String, Value>, ConfigError> {
-    value
-        .get("mcpServers")
-        .or_else(|| value.get("servers"))
-        .and_then(Value::as_object)
-        .ok_or_else(|| ConfigError::NoServers(path.into()))
+/// The `mcpServers` object (Claude Desktop, Claude Code, Cursor, Windsurf), `servers` (VS
+/// Code) or `context_servers` (Zed); in Claude Code's `~/.claude.json`, the current folder's
+/// own servers (`projects.<folder>.mcpServers`) join the user's and win over them.
+fn servers_of(value: &Value, path: &Path) -> Result<serde_json::Map<String, Value>, ConfigError> {
+    let mut servers = serde_json::Map::new();
+    let mut found = false;
+    if let Some(m) = ["mcpServers", "servers", "context_servers"]
+        .iter()
+        .find_map(|k| value.get(*k).and_then(Value::as_object))
+    {
+        servers.extend(m.clone());
+        found = true;
+    }
+    let project = std::env::current_dir().ok().and_then(|cwd| {
+        value
+            .get("projects")?
+            .get(cwd.display().to_string())?
+            .get("mcpServers")?
+            .as_object()
+            .cloned()
+    });
+    if let Some(m) = project {
+        servers.extend(m);
+        found = true;
+    }
+    if found {
+        Ok(servers)
+    } else {
+        Err(ConfigError::NoServers(path.into()))
+    }
 }
 
 /// A name given twice in the top-level `mcpServers` or `servers` object, if one is.
@@ -219,7 +243,7 @@ fn duplicate_server(text: &str) -> Option<String> {
                 fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Top, A::Error> {
                     let mut dup = None;
                     while let Some(k) = m.next_key::<String>()? {
-                        if k == "mcpServers" || k == "servers" {
+                        if k == "mcpServers" || k == "servers" || k == "context_servers" {
                             let Names(d) = m.next_value()?;
                             dup = dup.or(d);
                         } else {
@@ -238,7 +262,7 @@ fn duplicate_server(text: &str) -> Option<String> {
 /// Parses config text; `path` only names the file in errors.
 pub fn parse(text: &str, name: &str, path: &Path) -> Result<ServerEntry, ConfigError> {
     let value = value_of(text, path)?;
-    let servers = servers_of(&value, path)?;
+    let servers = &servers_of(&value, path)?;
     let mut entry = parse_entry(servers, name, path)?;
     substitute(&mut entry, name, path)?;
     Ok(entry)
@@ -344,6 +368,22 @@ fn parse_entry(
         name: name.to_string(),
         known: servers.keys().cloned().collect(),
     })?;
+    // Zed writes `command` as an object: {"path", "args", "env"}.
+    let zed;
+    let entry = match entry.get("command") {
+        Some(Value::Object(cmd)) => {
+            let mut flat = entry.as_object().cloned().unwrap_or_default();
+            flat.insert("command".into(), cmd.get("path").cloned().unwrap_or(Value::Null));
+            for k in ["args", "env"] {
+                if let Some(v) = cmd.get(k) {
+                    flat.insert(k.into(), v.clone());
+                }
+            }
+            zed = Value::Object(flat);
+            &zed
+        }
+        _ => entry,
+    };
     let field_err = |field, expected| ConfigError::Field {
         name: name.to_string(),
         field,
@@ -607,5 +647,31 @@ mod tests {
         );
         assert!(err.to_string().contains("${input:token}"), "{err}");
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn zed_context_servers_and_claude_code_project_servers_are_read() {
+        let zed = r#"{"theme": "One", "context_servers": {"z": {"source": "custom",
+            "command": {"path": "srv", "args": ["--x"], "env": {"K": "v"}}}}}"#;
+        let z = parse(zed, "z", p()).unwrap();
+        assert_eq!(
+            (z.command.as_str(), z.args.as_slice()),
+            ("srv", ["--x".to_string()].as_slice())
+        );
+        assert_eq!(z.env, [("K".to_string(), "v".to_string())]);
+        let cwd = std::env::current_dir().unwrap().display().to_string();
+        let claude = serde_json::json!({
+            "mcpServers": {"user": {"command": "u"}, "both": {"command": "from-user"}},
+            "projects": {cwd: {"mcpServers": {"both": {"command": "from-project"}, "local": {"command": "l"}}},
+                         "/elsewhere": {"mcpServers": {"other": {"command": "o"}}}},
+        })
+        .to_string();
+        assert_eq!(parse(&claude, "user", p()).unwrap().command, "u");
+        assert_eq!(parse(&claude, "local", p()).unwrap().command, "l");
+        assert_eq!(parse(&claude, "both", p()).unwrap().command, "from-project");
+        assert!(matches!(
+            parse(&claude, "other", p()),
+            Err(ConfigError::NoSuchServer { .. })
+        ));
     }
 }
