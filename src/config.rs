@@ -133,6 +133,31 @@ impl std::fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+/// The config files `--config auto` looks for, in order: this folder's own (Claude Code's
+/// `.mcp.json`, VS Code, Cursor), then the user's (Cursor, Claude Code, Claude Desktop on Linux
+/// and macOS, Windsurf, Zed).
+pub fn well_known() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    if let Ok(cwd) = std::env::current_dir() {
+        for f in [".mcp.json", ".vscode/mcp.json", ".cursor/mcp.json"] {
+            files.push(cwd.join(f));
+        }
+    }
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+        for f in [
+            ".cursor/mcp.json",
+            ".claude.json",
+            ".config/Claude/claude_desktop_config.json",
+            "Library/Application Support/Claude/claude_desktop_config.json",
+            ".codeium/windsurf/mcp_config.json",
+            ".config/zed/settings.json",
+        ] {
+            files.push(home.join(f));
+        }
+    }
+    files
+}
+
 /// Reads server `name` from the config at `path`.
 pub fn load(path: &Path, name: &str) -> Result<ServerEntry, ConfigError> {
     parse(&read(path)?, name, path)

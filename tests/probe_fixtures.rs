@@ -714,3 +714,49 @@ fn probe_all_probes_every_server_of_a_config_and_exits_with_the_worst_verdict() 
     ]);
     assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
 }
+
+#[test]
+fn config_auto_reads_the_installed_clients_configs_and_says_which() {
+    let b = Bench::new("config-auto");
+    let home = b.dir.join("home");
+    let project = b.dir.join("project");
+    std::fs::create_dir_all(project.join(".cursor")).unwrap();
+    std::fs::create_dir_all(home.join(".config/zed")).unwrap();
+    let cursor = serde_json::json!({"mcpServers": {"fx": {"command": FIXTURE, "args": ["correct"]}}});
+    std::fs::write(project.join(".cursor/mcp.json"), cursor.to_string()).unwrap();
+    let zed =
+        serde_json::json!({"context_servers": {"zz": {"command": {"path": FIXTURE, "args": ["paginated"]}}}});
+    std::fs::write(home.join(".config/zed/settings.json"), zed.to_string()).unwrap();
+    let run = |args: &[&str]| {
+        Run::from(bounded_output(
+            std::process::Command::new(WITNESS)
+                .args(args)
+                .current_dir(&project)
+                .env("HOME", &home)
+                .env("MCP_WITNESS_KEY", b.dir.join("signing.key"))
+                .env("MCP_WITNESS_DIGEST_CACHE", b.dir.join("digests"))
+                .stdin(std::process::Stdio::null()),
+        ))
+    };
+    let one = run(&["probe", "--no-record", "--config", "auto", "--server", "zz"]);
+    assert_eq!(one.code, 0, "{}{}", one.stdout, one.stderr);
+    assert!(one.stderr.contains("--config auto read"), "{}", one.stderr);
+    assert!(one.stderr.contains(".config/zed/settings.json"), "{}", one.stderr);
+    let all = run(&["probe", "--no-record", "--config", "auto", "--all"]);
+    assert_eq!(all.code, 0, "{}{}", all.stdout, all.stderr);
+    assert!(all.stdout.contains("summary of 2 servers:"), "{}", all.stdout);
+    assert!(
+        all.stdout.contains("fx (") && all.stdout.contains("zz ("),
+        "{}",
+        all.stdout
+    );
+    let missing = run(&["probe", "--no-record", "--config", "auto", "--server", "nope"]);
+    assert_eq!(missing.code, 2);
+    assert!(
+        missing
+            .stderr
+            .contains("no client config here has a server `nope`"),
+        "{}",
+        missing.stderr
+    );
+}

@@ -45,6 +45,7 @@ pub const PAGES: &[Page] = &[
             "mcp-witness probe --era auto --timeout 30 -- python -m my_server",
             "mcp-witness probe --config .vscode/mcp.json --server github",
             "mcp-witness probe --config .vscode/mcp.json --all",
+            "mcp-witness probe --config auto --all",
             "mcp-witness probe --if-changed -e evidence/probes.jsonl -- node dist/index.js",
             "mcp-witness probe --url http://127.0.0.1:3001/mcp --header-env Authorization=MCP_TOKEN",
         ],

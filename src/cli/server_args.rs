@@ -96,28 +96,103 @@ impl From<EraArg> for EraChoice {
 }
 
 impl ServerArgs {
-    /// The server options: the command, environment and folder from `-- COMMAND` or
-    /// `--config/--server`, and how to talk to it.
-    /// The options of every server of `--config`, by name, in the config's order; a server
-    /// whose entry cannot be used carries its error.
-    pub fn options_all(&self, verb: &str) -> Result<Vec<Named>, String> {
-        let Some(path) = &self.config else {
-            return Err("--all needs --config FILE".into());
-        };
-        let names = config::names(path).map_err(|e| e.to_string())?;
-        Ok(names
+    /// `--config auto`: the well-known config files of installed clients that exist here, in
+    /// the order they are searched (the project's own first). Says on stderr which it read.
+    fn auto_configs(&self) -> Option<Result<Vec<PathBuf>, String>> {
+        if self.config.as_deref() != Some(std::path::Path::new("auto")) {
+            return None;
+        }
+        let found = config::well_known()
             .into_iter()
-            .map(|name| {
+            .filter(|p| p.is_file())
+            .collect::<Vec<_>>();
+        if found.is_empty() {
+            return Some(Err(format!(
+                "--config auto found no client config here; it looks for {}",
+                config::well_known()
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let shown: Vec<String> = found.iter().map(|p| p.display().to_string()).collect();
+        eprintln!("mcp-witness: --config auto read {}", shown.join(", "));
+        Some(Ok(found))
+    }
+
+    /// The options of every server of `--config`, by name, in the config's order; a server
+    /// whose entry cannot be used carries its error. With `--config auto`, every server of
+    /// every client config found, named `NAME (FILE)`.
+    pub fn options_all(&self, verb: &str) -> Result<Vec<Named>, String> {
+        let files = match self.auto_configs() {
+            Some(found) => found?,
+            None => vec![self.config.clone().ok_or("--all needs --config FILE")?],
+        };
+        let auto = files.len() > 1 || self.config.as_deref() == Some(std::path::Path::new("auto"));
+        let mut all = Vec::new();
+        for file in files {
+            let names = config::names(&file).map_err(|e| e.to_string())?;
+            for name in names {
                 let mut one = self.clone();
+                one.config = Some(file.clone());
                 one.server = Some(name.clone());
                 one.all = false;
                 let opts = one.options(verb);
-                (name, opts)
-            })
-            .collect())
+                let label = if auto {
+                    format!("{name} ({})", file.display())
+                } else {
+                    name
+                };
+                all.push((label, opts));
+            }
+        }
+        Ok(all)
     }
 
+    /// The server options: the command, environment and folder from `-- COMMAND` or
+    /// `--config/--server`, and how to talk to it.
     pub fn options(&self, verb: &str) -> Result<ServerOptions, String> {
+        if let Some(found) = self.auto_configs() {
+            let found = found?;
+            let mut one = self.clone();
+            let pick = match &self.server {
+                Some(name) => found
+                    .iter()
+                    .find(|f| config::names(f).is_ok_and(|n| n.contains(name))),
+                None => None,
+            };
+            match (pick, &self.server) {
+                (Some(file), _) => {
+                    eprintln!(
+                        "mcp-witness: using server `{}` from {}",
+                        crate::inert::inert(self.server.as_deref().unwrap_or_default()),
+                        file.display()
+                    );
+                    one.config = Some(file.clone());
+                    return one.options(verb);
+                }
+                (None, _) => {
+                    let listed: Vec<String> = found
+                        .iter()
+                        .map(|f| {
+                            format!(
+                                "{}: {}",
+                                f.display(),
+                                config::names(f)
+                                    .map(|n| n.join(", "))
+                                    .unwrap_or_else(|e| e.to_string())
+                            )
+                        })
+                        .collect();
+                    let what = match &self.server {
+                        Some(name) => format!("no client config here has a server `{name}`"),
+                        None => "name a server with --server NAME, or use --all".to_string(),
+                    };
+                    return Err(format!("{what}; the servers are: {}", listed.join("; ")));
+                }
+            }
+        }
         let mut url = self.url.clone();
         let mut headers: Vec<(String, HeaderValue)> = Vec::new();
         if let (Some(path), None) = (&self.config, &self.server) {
