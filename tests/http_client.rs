@@ -7,9 +7,11 @@
 
 mod common;
 
+use common::{ServerProcess, free_port};
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -867,47 +869,7 @@ fn https_urls_bad_headers_and_userinfo_are_refused_before_any_connection() {
 
 // ---------------------------------------------------------------- real MCP servers
 
-/// A server process, killed and reaped when dropped.
-struct ServerProcess {
-    child: Child,
-    port: u16,
-    log: std::path::PathBuf,
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 impl ServerProcess {
-    /// Starts `cmd` (which must listen on `port` at 127.0.0.1) and waits until it accepts.
-    fn start(mut cmd: Command, port: u16, dir: &common::TempDir) -> ServerProcess {
-        let log = dir.join("server.log");
-        let file = std::fs::File::create(&log).unwrap();
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(file.try_clone().unwrap())
-            .stderr(file)
-            .spawn()
-            .expect("the server starts");
-        let mut server = ServerProcess { child, port, log };
-        let until = Instant::now() + Duration::from_secs(60);
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-            if let Ok(Some(status)) = server.child.try_wait() {
-                panic!(
-                    "the server exited ({status}) before listening:\n{}",
-                    std::fs::read_to_string(&server.log).unwrap_or_default()
-                );
-            }
-            assert!(Instant::now() < until, "the server never listened on {addr}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        server
-    }
-
     fn url(&self) -> HttpUrl {
         HttpUrl::parse(&format!("http://127.0.0.1:{}/mcp", self.port)).unwrap()
     }
@@ -918,14 +880,6 @@ impl ServerProcess {
         let status = self.child.wait().unwrap();
         assert!(!status.success() || status.code().is_some());
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// initialize, notifications/initialized, tools/list and DELETE through `HttpWire`; returns
@@ -963,7 +917,7 @@ fn server_everything_over_streamable_http_answers_initialize_tools_list_and_dele
         .arg(dir.join("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
         .arg("streamableHttp")
         .env("PORT", port.to_string());
-    let server = ServerProcess::start(cmd, port, &tmp);
+    let server = ServerProcess::start(cmd, port, tmp.path());
 
     let (init, names, end) = session_over_http(server.url());
     assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
@@ -1016,7 +970,7 @@ fn python_server(args: &[&str], tmp: &common::TempDir) -> ServerProcess {
     ))
     .arg(port.to_string())
     .args(args);
-    ServerProcess::start(cmd, port, tmp)
+    ServerProcess::start(cmd, port, tmp.path())
 }
 
 fn python_sdk_session(json_mode: bool) {

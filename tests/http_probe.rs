@@ -9,66 +9,18 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{Bench, reason_codes, tool_names};
+use common::{Bench, ServerProcess, free_port, reason_codes, tool_names};
 use serde_json::Value;
 
-/// A server process, killed and reaped when dropped.
-struct ServerProcess {
-    child: Child,
-    port: u16,
-    log: std::path::PathBuf,
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 impl ServerProcess {
-    /// Starts `cmd` (which must listen on `port` at 127.0.0.1) and waits until it accepts.
-    fn start(mut cmd: Command, port: u16, bench: &Bench) -> ServerProcess {
-        let log = bench.dir.join("server.log");
-        let file = std::fs::File::create(&log).unwrap();
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(file.try_clone().unwrap())
-            .stderr(file)
-            .spawn()
-            .expect("the server starts");
-        let mut server = ServerProcess { child, port, log };
-        let until = Instant::now() + Duration::from_secs(60);
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-            if let Ok(Some(status)) = server.child.try_wait() {
-                panic!(
-                    "the server exited ({status}) before listening:\n{}",
-                    std::fs::read_to_string(&server.log).unwrap_or_default()
-                );
-            }
-            assert!(Instant::now() < until, "the server never listened on {addr}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        server
-    }
-
     fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn everything(mode: &str, bench: &Bench) -> ServerProcess {
@@ -83,7 +35,7 @@ fn everything(mode: &str, bench: &Bench) -> ServerProcess {
         .arg(dir.join("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
         .arg(mode)
         .env("PORT", port.to_string());
-    ServerProcess::start(cmd, port, bench)
+    ServerProcess::start(cmd, port, bench.dir.path())
 }
 
 fn python_server(args: &[&str], bench: &Bench) -> ServerProcess {
@@ -96,7 +48,7 @@ fn python_server(args: &[&str], bench: &Bench) -> ServerProcess {
     ))
     .arg(port.to_string())
     .args(args);
-    ServerProcess::start(cmd, port, bench)
+    ServerProcess::start(cmd, port, bench.dir.path())
 }
 
 /// Runs mcp-witness with extra environment variables.

@@ -9,65 +9,24 @@
 
 mod common;
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use common::{Bench, reason_codes, tool_names};
-
-/// A server process, killed and reaped when dropped.
-struct ServerProcess {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use common::{Bench, ServerProcess, free_port, reason_codes, tool_names};
 
 /// The Python SDK server of tests/http-servers/py_streamable.py with `args`, once it accepts.
 fn python_server(args: &[&str], bench: &Bench) -> ServerProcess {
     let port = free_port();
-    let log = bench.dir.join("server.log");
-    let file = std::fs::File::create(&log).unwrap();
-    let child = Command::new(common::reference_dir().join("venv/bin/python"))
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/http-servers/py_streamable.py"
-        ))
-        .arg(port.to_string())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(file.try_clone().unwrap())
-        .stderr(file)
-        .spawn()
-        .expect("the Python server starts");
-    let mut server = ServerProcess { child, port };
-    let until = Instant::now() + Duration::from_secs(60);
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-        if let Ok(Some(status)) = server.child.try_wait() {
-            panic!(
-                "the server exited ({status}) before listening:\n{}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            );
-        }
-        assert!(Instant::now() < until, "the server never listened on {addr}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    server
+    let mut cmd = Command::new(common::reference_dir().join("venv/bin/python"));
+    cmd.arg(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/http-servers/py_streamable.py"
+    ))
+    .arg(port.to_string())
+    .args(args);
+    ServerProcess::start(cmd, port, bench.dir.path())
 }
 
 /// Runs openssl with `args` in `dir`; a missing openssl fails with what to install.

@@ -308,3 +308,58 @@ fn install_root() -> PathBuf {
                 .join("reference-servers")
         })
 }
+
+/// A local server process of a test (an HTTP server on 127.0.0.1), killed and reaped when
+/// dropped; its stdout and stderr go to `log`.
+pub struct ServerProcess {
+    pub child: std::process::Child,
+    pub port: u16,
+    pub log: PathBuf,
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl ServerProcess {
+    /// Starts `cmd` (which must listen on `port` at 127.0.0.1), its output to
+    /// `dir/server.log`, and waits until it accepts: 60 s at most, and a failure with the log
+    /// when it exits first.
+    pub fn start(mut cmd: Command, port: u16, dir: &Path) -> ServerProcess {
+        use std::time::{Duration, Instant};
+        let log = dir.join("server.log");
+        let file = std::fs::File::create(&log).unwrap();
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .expect("the server starts");
+        let mut server = ServerProcess { child, port, log };
+        let until = Instant::now() + Duration::from_secs(60);
+        let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        while std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!(
+                    "the server exited ({status}) before listening:\n{}",
+                    std::fs::read_to_string(&server.log).unwrap_or_default()
+                );
+            }
+            assert!(Instant::now() < until, "the server never listened on {addr}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+}
+
+/// A port free on 127.0.0.1 right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
