@@ -288,6 +288,19 @@ fn cycle(
     );
 }
 
+/// How to start this very binary as `mcp-witness serve --log LOG`.
+fn serve_spec(log: &std::path::Path) -> Result<SpawnSpec, String> {
+    let program = std::env::current_exe().map_err(|e| e.to_string())?;
+    Ok(SpawnSpec {
+        argv0: program.display().to_string(),
+        program,
+        args: vec!["serve".into(), "--log".into(), log.display().to_string()],
+        env: Vec::new(),
+        cwd: None,
+        max_line: crate::wire::framing::DEFAULT_MAX_LINE,
+    })
+}
+
 /// Runs the cycle for one domain against a fresh `serve`, in the given era.
 pub fn drive_domain(d: Domain, era: Era) -> DomainRun {
     let log = fresh_log(d.name(), era);
@@ -306,20 +319,12 @@ pub fn drive_domain(d: Domain, era: Era) -> DomainRun {
         });
         ok
     };
-    let program = match std::env::current_exe() {
-        Ok(p) => p,
+    let spec = match serve_spec(&log) {
+        Ok(spec) => spec,
         Err(e) => {
-            step("find mcp-witness", false, e.to_string());
+            step("find mcp-witness", false, e);
             return run;
         }
-    };
-    let spec = SpawnSpec {
-        argv0: program.display().to_string(),
-        program,
-        args: vec!["serve".into(), "--log".into(), log.display().to_string()],
-        env: Vec::new(),
-        cwd: None,
-        max_line: crate::wire::framing::DEFAULT_MAX_LINE,
     };
     let plan = Plan {
         choice: match era {
@@ -432,20 +437,12 @@ pub fn drive_flow(f: Flow, era: Era) -> DomainRun {
         });
         ok
     };
-    let program = match std::env::current_exe() {
-        Ok(p) => p,
+    let spec = match serve_spec(&log) {
+        Ok(spec) => spec,
         Err(e) => {
-            step("find mcp-witness", false, e.to_string());
+            step("find mcp-witness", false, e);
             return run;
         }
-    };
-    let spec = SpawnSpec {
-        argv0: program.display().to_string(),
-        program,
-        args: vec!["serve".into(), "--log".into(), log.display().to_string()],
-        env: Vec::new(),
-        cwd: None,
-        max_line: crate::wire::framing::DEFAULT_MAX_LINE,
     };
     let server = match Server::spawn(&spec) {
         Ok(s) => s,
