@@ -137,7 +137,14 @@ pub struct Rpc {
     /// Fixed results for server requests a caller chose to answer (method, result), as the
     /// client kit's control client answers `roots/list`; every other request gets -32601.
     pub answers: Vec<(&'static str, Value)>,
+    /// Answers chosen from a server request's params (method, params): a result, or an error
+    /// (code, message); `None` falls back to `answers`. Set by the kit's control client, whose
+    /// answer to `elicitation/create` depends on the mode asked.
+    pub answerer: Option<Answerer>,
 }
+
+/// See [`Rpc::answerer`].
+pub type Answerer = Box<dyn FnMut(&str, Option<&Value>) -> Option<Result<Value, (i64, String)>> + Send>;
 
 impl Rpc {
     pub fn new(wire: Box<dyn Wire>) -> Self {
@@ -153,6 +160,7 @@ impl Rpc {
             replies_with_secrets: 0,
             wire_log: None,
             answers: Vec::new(),
+            answerer: None,
             sent: VecDeque::new(),
         }
     }
@@ -398,7 +406,12 @@ impl Rpc {
         match (&env.method, env.id()) {
             (Some(Method::Name(method)), Some(id)) if *id != Id::Value(Value::Null) => {
                 let method = method.clone();
-                self.answer_server_request(&method, id.clone());
+                // Only a caller that answers by params pays for parsing them.
+                let chosen = self.answerer.as_mut().and_then(|answer| {
+                    let msg = serde_json::from_slice::<Value>(body).ok();
+                    answer(&method, msg.as_ref().and_then(|m| m.get("params")))
+                });
+                self.answer_server_request(&method, id.clone(), chosen);
                 self.validate_unsolicited(wire::Kind::ServerRequest, body);
                 None
             }
@@ -567,17 +580,24 @@ impl Rpc {
         }
     }
 
-    fn answer_server_request(&mut self, method: &str, id: Id) {
+    fn answer_server_request(&mut self, method: &str, id: Id, chosen: Option<Result<Value, (i64, String)>>) {
         self.traffic.server_request_count += 1;
         let how = match id {
             // Never echo an id too long to be one (a server could make us queue its bytes),
             // nor something that is not an id.
             Id::TooLong(_) | Id::Invalid => "not_answered",
             Id::Value(id) => {
-                let chosen = self.answers.iter().find(|(m, _)| *m == method);
+                let fixed = self
+                    .answers
+                    .iter()
+                    .find(|(m, _)| *m == method)
+                    .map(|(_, r)| r.clone());
+                let chosen = chosen.or(fixed.map(Ok));
                 let reply = if method == "ping" {
                     json!({"jsonrpc": "2.0", "id": id, "result": {}})
-                } else if let Some((_, result)) = chosen {
+                } else if let Some(Err((code, message))) = &chosen {
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+                } else if let Some(Ok(result)) = &chosen {
                     json!({"jsonrpc": "2.0", "id": id, "result": result})
                 } else {
                     let error =

@@ -20,6 +20,10 @@ pub enum KitDomain {
     Completion,
     Subscriptions,
     Progress,
+    /// URL mode elicitation (the loopback page, its completion).
+    ElicitationUrl,
+    /// An elicitation in a mode the client did not declare: it must refuse it.
+    ElicitationUndeclared,
     All,
 }
 
@@ -37,6 +41,8 @@ impl KitDomain {
             KitDomain::Completion => (vec![], vec![Flow::Completion]),
             KitDomain::Subscriptions => (vec![], vec![Flow::Subscriptions]),
             KitDomain::Progress => (vec![], vec![Flow::Progress]),
+            KitDomain::ElicitationUrl => (vec![], vec![Flow::ElicitationUrl]),
+            KitDomain::ElicitationUndeclared => (vec![], vec![Flow::UndeclaredMode]),
             KitDomain::All => (Domain::ALL.to_vec(), Flow::ALL.to_vec()),
         }
     }

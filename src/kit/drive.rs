@@ -17,9 +17,9 @@ use crate::wire::stdio::{Grace, Server, SpawnSpec};
 
 /// The name the control client gives in `clientInfo`.
 pub const DRIVER_NAME: &str = "mcp-witness-drive";
-const TIMEOUT: Duration = Duration::from_secs(10);
+pub(super) const TIMEOUT: Duration = Duration::from_secs(10);
 /// How long to wait for the list_changed notification after the mutate reply.
-const NOTIFY_WAIT: Duration = Duration::from_secs(2);
+pub(super) const NOTIFY_WAIT: Duration = Duration::from_secs(2);
 
 /// One step of the cycle and whether its answer was the expected one.
 #[derive(Debug, Clone)]
@@ -79,7 +79,7 @@ fn names(result: &Value, d: Domain) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn describe(r: &Result<Reply, crate::rpc::NoReply>) -> String {
+pub(super) fn describe(r: &Result<Reply, crate::rpc::NoReply>) -> String {
     match r {
         Ok(Reply::Result(v)) => {
             let s = v.to_string();
@@ -103,7 +103,7 @@ fn failed(r: &Result<Reply, crate::rpc::NoReply>) -> bool {
     }
 }
 
-fn succeeded(r: &Result<Reply, crate::rpc::NoReply>) -> bool {
+pub(super) fn succeeded(r: &Result<Reply, crate::rpc::NoReply>) -> bool {
     matches!(r, Ok(Reply::Result(_))) && !failed(r)
 }
 
@@ -470,6 +470,10 @@ pub fn drive_flow(f: Flow, era: Era) -> DomainRun {
         drive_subscriptions(&mut rpc, era, info, &mut step);
     } else if f == Flow::Progress {
         drive_progress(&mut rpc, era, info, &mut step);
+    } else if f == Flow::ElicitationUrl {
+        super::drive_modes::url(&mut rpc, era, info, &mut step);
+    } else if f == Flow::UndeclaredMode {
+        super::drive_modes::undeclared(&mut rpc, era, info, &mut step);
     } else {
         match era {
             Era::Legacy => {
@@ -486,7 +490,7 @@ pub fn drive_flow(f: Flow, era: Era) -> DomainRun {
                 ) {
                     rpc.notify("notifications/initialized", None);
                     let r = rpc.request("tools/call", Some(call), TIMEOUT);
-                    step(
+                    if step(
                         &format!(
                             "{} is answered after serve's {} was answered",
                             f.ask_tool(),
@@ -494,7 +498,10 @@ pub fn drive_flow(f: Flow, era: Era) -> DomainRun {
                         ),
                         done(&r),
                         describe(&r),
-                    );
+                    ) && f == Flow::Roots
+                    {
+                        super::drive_modes::roots_changed(&mut rpc, &mut step);
+                    }
                 }
             }
             Era::Modern => {
@@ -522,18 +529,21 @@ pub fn drive_flow(f: Flow, era: Era) -> DomainRun {
                     describe(&r),
                 ) {
                     let mut retry = call;
-                    retry["_meta"] = meta;
+                    retry["_meta"] = meta.clone();
                     let mut responses = serde_json::Map::new();
                     responses.insert(f.name().into(), json!({"result": f.control_answer()}));
                     retry["inputResponses"] = Value::Object(responses);
                     retry["requestState"] = state.unwrap_or(Value::Null);
                     // A new request: Rpc gives it a new id, as a retry MUST have.
                     let r = rpc.request("tools/call", Some(retry), TIMEOUT);
-                    step(
+                    if step(
                         "the retry with inputResponses completes the call",
                         done(&r),
                         describe(&r),
-                    );
+                    ) && f == Flow::Roots
+                    {
+                        super::drive_modes::roots_asked_again(&mut rpc, meta, &mut step);
+                    }
                 }
             }
         }
@@ -691,7 +701,7 @@ fn drive_completion(rpc: &mut Rpc, era: Era, info: Value, step: &mut impl FnMut(
 }
 
 /// Waits (bounded) until a notification named `method` has been seen; how many were.
-fn wait_for_notification(rpc: &mut Rpc, method: &str, wait: Duration) -> usize {
+pub(super) fn wait_for_notification(rpc: &mut Rpc, method: &str, wait: Duration) -> usize {
     let start = Instant::now();
     let count = |rpc: &Rpc| rpc.traffic.notifications.iter().filter(|n| *n == method).count();
     while count(rpc) == 0 && start.elapsed() < wait {

@@ -20,13 +20,46 @@ pub enum Flow {
     Completion,
     Subscriptions,
     Progress,
+    /// URL mode elicitation (2025-11-25): the client sends the user to serve's loopback page.
+    ElicitationUrl,
+    /// An elicitation in a mode the client did not declare, sent on purpose: it must refuse.
+    UndeclaredMode,
 }
 
 /// Bound on a name or URI quoted from a client's answer.
-const QUOTE: usize = 120;
+pub(super) const QUOTE: usize = 120;
+
+/// The elicitation modes a client declared (2025-11-25): an empty `elicitation: {}` means
+/// form mode only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ElicitModes {
+    pub form: bool,
+    pub url: bool,
+}
+
+impl ElicitModes {
+    /// The modes of an `elicitation` capability object.
+    pub fn of(cap: &Value) -> ElicitModes {
+        ElicitModes {
+            form: cap
+                .as_object()
+                .is_some_and(|m| m.is_empty() || m.contains_key("form")),
+            url: cap.get("url").is_some(),
+        }
+    }
+
+    pub fn words(self) -> String {
+        match (self.form, self.url) {
+            (true, true) => "form, url".into(),
+            (true, false) => "form".into(),
+            (false, true) => "url".into(),
+            (false, false) => "none".into(),
+        }
+    }
+}
 
 impl Flow {
-    pub const ALL: [Flow; 7] = [
+    pub const ALL: [Flow; 9] = [
         Flow::Roots,
         Flow::Elicitation,
         Flow::Sampling,
@@ -34,15 +67,19 @@ impl Flow {
         Flow::Completion,
         Flow::Subscriptions,
         Flow::Progress,
+        Flow::ElicitationUrl,
+        Flow::UndeclaredMode,
     ];
     /// The flows with a tool of serve that starts them.
-    pub const WITH_TOOL: [Flow; 6] = [
+    pub const WITH_TOOL: [Flow; 8] = [
         Flow::Roots,
         Flow::Elicitation,
         Flow::Sampling,
         Flow::Logging,
         Flow::Subscriptions,
         Flow::Progress,
+        Flow::ElicitationUrl,
+        Flow::UndeclaredMode,
     ];
 
     pub fn name(self) -> &'static str {
@@ -54,6 +91,16 @@ impl Flow {
             Flow::Completion => "completion",
             Flow::Subscriptions => "subscriptions",
             Flow::Progress => "progress",
+            Flow::ElicitationUrl => "elicitation-url",
+            Flow::UndeclaredMode => "elicitation-undeclared",
+        }
+    }
+
+    /// The client capability the flow needs (`elicitation` for both URL flows).
+    pub fn capability(self) -> &'static str {
+        match self {
+            Flow::ElicitationUrl | Flow::UndeclaredMode => "elicitation",
+            f => f.name(),
         }
     }
 
@@ -68,6 +115,8 @@ impl Flow {
             Flow::Completion => COMPLETE_PROMPT,
             Flow::Subscriptions => "witness_touch_resource",
             Flow::Progress => "witness_slow",
+            Flow::ElicitationUrl => "witness_ask_url_elicitation",
+            Flow::UndeclaredMode => "witness_ask_undeclared_mode",
         }
     }
 
@@ -75,7 +124,7 @@ impl Flow {
     pub fn method(self) -> &'static str {
         match self {
             Flow::Roots => "roots/list",
-            Flow::Elicitation => "elicitation/create",
+            Flow::Elicitation | Flow::ElicitationUrl | Flow::UndeclaredMode => "elicitation/create",
             Flow::Sampling => "sampling/createMessage",
             // Not a question: what the server sends.
             Flow::Logging => "notifications/message",
@@ -104,7 +153,13 @@ impl Flow {
                 "messages": [{"role": "user", "content": {"type": "text", "text": "Say one word, any word."}}],
                 "maxTokens": 32,
             }),
-            Flow::Logging | Flow::Completion | Flow::Subscriptions | Flow::Progress => json!({}),
+            // Built by serve per request (`url_elicitation`): they carry a fresh URL.
+            Flow::Logging
+            | Flow::Completion
+            | Flow::Subscriptions
+            | Flow::Progress
+            | Flow::ElicitationUrl
+            | Flow::UndeclaredMode => json!({}),
         }
     }
 
@@ -113,6 +168,9 @@ impl Flow {
         match self {
             Flow::Roots => json!({"listChanged": true}),
             Flow::Elicitation => json!({"form": {}}),
+            Flow::ElicitationUrl => json!({"form": {}, "url": {}}),
+            // Form only, so serve's URL mode request is one it never declared.
+            Flow::UndeclaredMode => json!({}),
             Flow::Sampling | Flow::Logging | Flow::Completion | Flow::Subscriptions | Flow::Progress => {
                 json!({})
             }
@@ -128,7 +186,15 @@ impl Flow {
             Flow::Elicitation => json!({"action": "accept", "content": {"name": "witness", "count": 1}}),
             Flow::Sampling => json!({"role": "assistant", "content": {"type": "text", "text": "witness"},
                 "model": "mcp-witness-drive", "stopReason": "endTurn"}),
-            Flow::Logging | Flow::Completion | Flow::Subscriptions | Flow::Progress => json!({}),
+            // Consent only: URL mode answers carry no content.
+            Flow::ElicitationUrl => json!({"action": "accept"}),
+            Flow::Logging
+            | Flow::Completion
+            | Flow::Subscriptions
+            | Flow::Progress
+            | Flow::UndeclaredMode => {
+                json!({})
+            }
         }
     }
 
@@ -158,6 +224,12 @@ impl Flow {
             Flow::Progress => {
                 "Reports progress (3 of 5 steps, with a progressToken) and never finishes: cancel it."
             }
+            Flow::ElicitationUrl => {
+                "Asks the user, through the client, to open a page of this server on 127.0.0.1 (elicitation/create, URL mode); visiting it completes the elicitation."
+            }
+            Flow::UndeclaredMode => {
+                "Sends one elicitation/create in a mode the client did NOT declare (a test of the client): a correct client refuses it with an error."
+            }
         }
     }
 
@@ -166,8 +238,8 @@ impl Flow {
         if self == Flow::Logging {
             return (true, "no client capability is needed".into());
         }
-        let Some(cap) = caps.and_then(|c| c.get(self.name())) else {
-            return (false, format!("no `{}` capability", self.name()));
+        let Some(cap) = caps.and_then(|c| c.get(self.capability())) else {
+            return (false, format!("no `{}` capability", self.capability()));
         };
         match self {
             Flow::Roots => {
@@ -177,28 +249,15 @@ impl Flow {
             Flow::Logging | Flow::Completion | Flow::Subscriptions | Flow::Progress => {
                 (true, "no client capability is needed".into())
             }
-            Flow::Elicitation => {
-                // An empty `elicitation: {}` means form mode (2025-11-25).
-                let form = cap
-                    .as_object()
-                    .is_some_and(|m| m.is_empty() || m.contains_key("form"));
-                let url = cap.get("url").is_some();
-                let modes: Vec<&str> = [("form", form), ("url", url)]
-                    .iter()
-                    .filter(|(_, on)| *on)
-                    .map(|(m, _)| *m)
-                    .collect();
-                (
-                    form,
-                    format!(
-                        "modes declared: {}",
-                        if modes.is_empty() {
-                            "none".into()
-                        } else {
-                            modes.join(", ")
-                        }
-                    ),
-                )
+            Flow::Elicitation | Flow::ElicitationUrl | Flow::UndeclaredMode => {
+                let modes = ElicitModes::of(cap);
+                let text = format!("modes declared: {}", modes.words());
+                match self {
+                    Flow::Elicitation => (modes.form, text),
+                    Flow::ElicitationUrl => (modes.url, text),
+                    // Something is left undeclared to send.
+                    _ => (modes.form != modes.url, text),
+                }
             }
             Flow::Sampling => {
                 let has = |k: &str| if cap.get(k).is_some() { "yes" } else { "no" };
@@ -220,6 +279,8 @@ impl Flow {
             Flow::Logging | Flow::Completion | Flow::Subscriptions | Flow::Progress => {
                 Ok("nothing to answer".into())
             }
+            Flow::ElicitationUrl => super::elicit_url::check_url_answer(result),
+            Flow::UndeclaredMode => Err(super::elicit_url::accepted_undeclared(result)),
             Flow::Roots => {
                 let roots = result
                     .get("roots")
@@ -348,23 +409,23 @@ pub struct FlowReport {
     pub meaning: String,
 }
 
-fn method(e: &Entry) -> Option<&str> {
+pub(super) fn method(e: &Entry) -> Option<&str> {
     e.msg.as_ref()?.get("method")?.as_str()
 }
 
-fn id(e: &Entry) -> Option<&Value> {
+pub(super) fn id(e: &Entry) -> Option<&Value> {
     e.msg.as_ref()?.get("id").filter(|v| !v.is_null())
 }
 
-fn params(e: &Entry) -> Option<&Value> {
+pub(super) fn params(e: &Entry) -> Option<&Value> {
     e.msg.as_ref()?.get("params")
 }
 
-fn ev(e: &[Entry], i: Option<usize>) -> Option<(usize, String)> {
+pub(super) fn ev(e: &[Entry], i: Option<usize>) -> Option<(usize, String)> {
     i.map(|i| (e[i].line, e[i].ts.clone()))
 }
 
-fn ms(e: &[Entry], a: usize, b: usize) -> String {
+pub(super) fn ms(e: &[Entry], a: usize, b: usize) -> String {
     match (crate::clock::parse(&e[a].ts), crate::clock::parse(&e[b].ts)) {
         (Some(x), Some(y)) => format!("{} ms", (y - x).whole_milliseconds()),
         _ => "? ms".into(),
@@ -372,7 +433,7 @@ fn ms(e: &[Entry], a: usize, b: usize) -> String {
 }
 
 /// The reply (an `out` entry without a method) to the `in` request at `req`.
-fn reply(e: &[Entry], req: usize, dir: &str) -> Option<usize> {
+pub(super) fn reply(e: &[Entry], req: usize, dir: &str) -> Option<usize> {
     let want = id(&e[req])?.clone();
     (req + 1..e.len()).find(|&i| e[i].dir == dir && method(&e[i]).is_none() && id(&e[i]) == Some(&want))
 }
@@ -428,10 +489,13 @@ pub fn analyze(e: &[Entry], f: Flow, legacy_caps: Option<&Value>) -> FlowReport 
     let caps = if modern { modern_caps } else { legacy_caps };
     let (declared, how) = f.declared(caps);
     row(
-        format!("Did the client declare `{}`?", f.name()),
+        format!("Did the client declare `{}`?", f.capability()),
         how,
         ev(e, Some(ask)),
     );
+    if matches!(f, Flow::ElicitationUrl | Flow::UndeclaredMode) {
+        return super::elicit_url::analyze(e, f, ask, declared, modern, rows);
+    }
     if !declared {
         let refused = reply(e, ask, "out");
         return FlowReport {
@@ -538,20 +602,6 @@ pub fn analyze(e: &[Entry], f: Flow, legacy_caps: Option<&Value>) -> FlowReport 
         },
         ev(e, answer.as_ref().map(|a| a.0)),
     );
-    if f == Flow::Roots && !modern {
-        let changed = (0..e.len())
-            .find(|&i| e[i].dir == "in" && method(&e[i]) == Some("notifications/roots/list_changed"));
-        row(
-            "Did the client send `notifications/roots/list_changed`? (only required when its roots change)"
-                .into(),
-            if changed.is_some() {
-                "yes".into()
-            } else {
-                "no".into()
-            },
-            ev(e, changed),
-        );
-    }
     let (verdict, meaning) = match (&answer, &checked) {
         (None, _) if asked.is_none() => (
             FlowVerdict::Incomplete {
@@ -596,12 +646,16 @@ pub fn analyze(e: &[Entry], f: Flow, legacy_caps: Option<&Value>) -> FlowReport 
             format!("The client answered `{}`: {s}.", f.method()),
         ),
     };
-    FlowReport {
+    let report = FlowReport {
         flow: f,
         rows,
         verdict,
         meaning,
+    };
+    if f == Flow::Roots {
+        return super::roots_change::extend(e, ask, modern, report);
     }
+    report
 }
 
 /// The logging flow in one session: the level the client chose, the messages sent while its

@@ -5,10 +5,14 @@
 
 pub mod analyze;
 pub mod drive;
+pub mod drive_modes;
+pub mod elicit_url;
 pub mod flow;
 pub mod record;
+pub mod roots_change;
 pub mod serve;
 pub mod serve_http;
+pub mod url_page;
 
 /// The three list domains the kit exercises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

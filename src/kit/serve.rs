@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::flow::{self, COMPLETE_PROMPT, Flow};
+use super::elicit_url::{self, URL_STATE};
+use super::flow::{self, COMPLETE_PROMPT, ElicitModes, Flow};
+use super::url_page::{self, Sink};
 use super::{Domain, STATUS_TOOL};
 use crate::wire::framing::{self, Frame, LineKind, Splitter};
 
@@ -50,6 +52,13 @@ impl Log {
         let file =
             crate::files::open_append(path, "serve log").map_err(|e| io::Error::other(e.to_string()))?;
         Ok(Log { file })
+    }
+
+    /// A second handle on the same file (the URL page logs its visits through it).
+    pub fn try_clone(&self) -> io::Result<Log> {
+        Ok(Log {
+            file: self.file.try_clone()?,
+        })
     }
 
     /// Writes a marker entry (`dir` is `start` or `session`): where a process or a session
@@ -183,6 +192,8 @@ pub struct Serve<W: Write> {
     state: State,
     log: Log,
     out: W,
+    /// Where a legacy URL elicitation's completion goes once its page is visited (stdio).
+    sink: Option<Sink>,
 }
 
 impl<W: Write> Serve<W> {
@@ -191,7 +202,14 @@ impl<W: Write> Serve<W> {
             state: State::default(),
             log,
             out,
+            sink: None,
         }
+    }
+
+    /// Sets where `notifications/elicitation/complete` goes (the stdio server's stdout).
+    pub fn with_sink(mut self, sink: Sink) -> Self {
+        self.sink = Some(sink);
+        self
     }
 
     /// Writes one message to the client, logging it first.
@@ -292,6 +310,9 @@ impl<W: Write> Serve<W> {
     /// A cancelled slow call gets a late reply on purpose (marked in its `_meta`), so the log
     /// shows whether the client ignores it.
     fn on_notification(&mut self, method: &str, params: Option<&Value>) -> io::Result<()> {
+        if method == "notifications/roots/list_changed" {
+            return self.reask_roots();
+        }
         if method == "notifications/cancelled"
             && let Some(rid) = params.and_then(|p| p.get("requestId"))
         {
@@ -304,6 +325,19 @@ impl<W: Write> Serve<W> {
             }
         }
         Ok(())
+    }
+
+    /// After `notifications/roots/list_changed` (legacy): asks `roots/list` again, if the
+    /// client declared `roots`. The answer is logged and judged by analyze; no call waits.
+    fn reask_roots(&mut self) -> io::Result<()> {
+        let declared = self.state.initialized && Flow::Roots.declared(Some(&self.state.caps)).0;
+        if !declared || self.state.asked.len() >= MAX_ASKED {
+            return Ok(());
+        }
+        self.state.questions += 1;
+        let qid = Value::from(format!("witness-roots-reask-{}", self.state.questions));
+        self.state.asked.push((qid.clone(), Value::Null, Flow::Roots));
+        self.send(json!({"jsonrpc": "2.0", "id": qid, "method": "roots/list", "params": {}}))
     }
 
     /// A call of a flow's ask tool. Legacy: sends the flow's request to the client (the call
@@ -366,6 +400,10 @@ impl<W: Write> Serve<W> {
             Some(&self.state.caps)
         };
         let (declared, _) = f.declared(caps);
+        if declared && matches!(f, Flow::ElicitationUrl | Flow::UndeclaredMode) {
+            let modes = ElicitModes::of(caps.and_then(|c| c.get("elicitation")).unwrap_or(&Value::Null));
+            return self.ask_mode(id, f, params, modern, modes);
+        }
         if !declared {
             let why = format!(
                 "the client did not declare the `{}` capability, so this server does not send {}: declare it ({}) to be asked",
@@ -414,6 +452,97 @@ impl<W: Write> Serve<W> {
         self.send(json!({"jsonrpc": "2.0", "id": qid, "method": f.method(), "params": f.request_params()}))
     }
 
+    /// The elicitation-mode flows: a URL mode request (`elicitation-url`), or one in the mode
+    /// the client left out (`elicitation-undeclared`, a test: it must be refused). Legacy: a
+    /// server request answered through `on_answer`; modern: `input_required`, then the retry.
+    fn ask_mode(
+        &mut self,
+        id: Value,
+        f: Flow,
+        params: &Value,
+        modern: bool,
+        modes: ElicitModes,
+    ) -> io::Result<()> {
+        let state = params.get("requestState").and_then(Value::as_str);
+        if modern && let Some(state) = state {
+            let answer = params
+                .get("inputResponses")
+                .and_then(|r| r.get(f.name()))
+                .map(|a| a.get("result").unwrap_or(a));
+            let result = if f == Flow::UndeclaredMode && state == f.request_state() {
+                match answer {
+                    Some(a) if a.get("error").is_none() => tool_error(format!(
+                        "elicitation/create in an undeclared mode: the client {}",
+                        elicit_url::accepted_undeclared(a)
+                    )),
+                    _ => json!({"content": [{"type": "text", "text":
+                        "elicitation/create in an undeclared mode: refused (correct): the retry did not answer it"}]}),
+                }
+            } else if let Some(eid) = state
+                .strip_prefix(URL_STATE)
+                .filter(|_| f == Flow::ElicitationUrl)
+            {
+                let visited = url_page::page(&self.log).ok().and_then(|p| p.visited(eid));
+                match (visited, answer.map(elicit_url::check_url_answer)) {
+                    (None, _) => tool_error("requestState names no open elicitation: call again without it".into()),
+                    (_, None) => tool_error("the retry has no inputResponses for the URL request".into()),
+                    (_, Some(Err(why))) => tool_error(format!("elicitation/create answered, but not validly: {why}")),
+                    (Some(true), Some(Ok(s))) if s.starts_with("accept") => json!({"content": [{"type": "text",
+                        "text": "elicitation/create answered: accept; the page was visited: the URL flow is complete"}]}),
+                    (Some(false), Some(Ok(s))) if s.starts_with("accept") => tool_error(
+                        "elicitation/create answered: accept, but the page was not visited: open the URL, then retry".into(),
+                    ),
+                    (_, Some(Ok(s))) => json!({"content": [{"type": "text", "text": format!("elicitation/create answered: {s}")}]}),
+                }
+            } else {
+                tool_error("requestState missing or changed: send back the requestState of the input_required result".into())
+            };
+            return self.reply(id, Ok(result), true);
+        }
+        let mode = match f {
+            Flow::ElicitationUrl => "url",
+            _ => elicit_url::undeclared_mode(modes).unwrap_or("url"),
+        };
+        let request = if mode == "form" {
+            Flow::Elicitation.request_params()
+        } else {
+            let page = match url_page::page(&self.log) {
+                Ok(p) => p,
+                Err(why) => return self.reply(id, Ok(tool_error(why)), modern),
+            };
+            // Only the URL flow's own page completes towards the client.
+            let sink = self.sink.clone().filter(|_| f == Flow::ElicitationUrl && !modern);
+            let (eid, url) = match page.open(sink) {
+                Ok(x) => x,
+                Err(e) => return self.reply(id, Ok(tool_error(format!("no elicitation id: {e}"))), modern),
+            };
+            let p = elicit_url::url_params((!modern).then_some(eid.as_str()), &url);
+            if modern && f == Flow::ElicitationUrl {
+                let mut requests = serde_json::Map::new();
+                requests.insert(f.name().into(), json!({"method": f.method(), "params": p}));
+                let result = json!({"resultType": "input_required", "inputRequests": requests,
+                    "requestState": format!("{URL_STATE}{eid}")});
+                return self.reply(id, Ok(result), true);
+            }
+            p
+        };
+        if modern {
+            let mut requests = serde_json::Map::new();
+            requests.insert(f.name().into(), json!({"method": f.method(), "params": request}));
+            let result = json!({"resultType": "input_required", "inputRequests": requests,
+                "requestState": f.request_state()});
+            return self.reply(id, Ok(result), true);
+        }
+        if self.state.asked.len() >= MAX_ASKED {
+            let why = "too many questions unanswered: answer the open ones first";
+            return self.reply(id, Ok(tool_error(why.into())), false);
+        }
+        self.state.questions += 1;
+        let qid = Value::from(format!("witness-{}-{}", f.name(), self.state.questions));
+        self.state.asked.push((qid.clone(), id, f));
+        self.send(json!({"jsonrpc": "2.0", "id": qid, "method": f.method(), "params": request}))
+    }
+
     /// The logging flow: one `notifications/message` per level at or above the client's
     /// level (legacy: `logging/setLevel`, all eight if none was set; modern: the request's
     /// `_meta` logLevel, none without it), then the call's result naming what was sent.
@@ -453,6 +582,10 @@ impl<W: Write> Serve<W> {
             return Ok(());
         };
         let (_, call, f) = self.state.asked.remove(at);
+        if call.is_null() {
+            // A re-ask (roots after list_changed): no call waits for it.
+            return Ok(());
+        }
         let r = outcome(f, msg.get("result"), msg.get("error"));
         self.reply(call, Ok(r), false)
     }
@@ -829,6 +962,7 @@ fn tool_error(why: String) -> Value {
 /// The result of a flow's ask tool once the client answered: what came back, judged.
 fn outcome(f: Flow, result: Option<&Value>, error: Option<&Value>) -> Value {
     let (text, bad) = match (result, error) {
+        _ if f == Flow::UndeclaredMode => elicit_url::undeclared_outcome(result, error),
         (Some(r), _) => match f.check_answer(r) {
             Ok(s) => (format!("{} answered: {s}", f.method()), false),
             Err(why) => (format!("{} answered, but not validly: {why}", f.method()), true),
@@ -867,7 +1001,20 @@ pub fn run(log_path: &Path) -> io::Result<()> {
         "start",
         json!({"pid": std::process::id(), "version": env!("CARGO_PKG_VERSION")}),
     );
-    let mut serve = Serve::new(log, io::stdout().lock());
+    // Unlocked stdout: the URL page's thread writes `notifications/elicitation/complete` to it
+    // too, each message one locked write of a whole line.
+    let sink_log = std::sync::Mutex::new(log.try_clone()?);
+    let sink: Sink = std::sync::Arc::new(move |msg: &Value| {
+        let mut line = serde_json::to_vec(msg).expect("serializing a Value cannot fail");
+        sink_log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .line("out", &line);
+        line.push(b'\n');
+        let mut out = io::stdout();
+        let _ = out.write_all(&line).and_then(|()| out.flush());
+    });
+    let mut serve = Serve::new(log, io::stdout()).with_sink(sink);
     let mut splitter = Splitter::new(MAX_LINE);
     let mut stdin = io::stdin().lock();
     let mut buf = vec![0u8; 64 * 1024];

@@ -1,0 +1,216 @@
+//! The loopback page of URL mode elicitation: the "out-of-band" step a client's user (or a
+//! test client) completes by opening the URL serve sent. One listener per process, always on
+//! 127.0.0.1 whatever `serve --http` binds, started at the first URL elicitation; serve never
+//! opens a browser. Each elicitation has a random id in its path (`/elicitation/<id>`), so no
+//! other page can complete it by guessing; a visit is logged (`dir: "page"`) and, for a legacy
+//! stdio session, answered by `notifications/elicitation/complete` on the client's pipe.
+
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::serve::Log;
+
+/// Writes one message to the client that owns an elicitation (stdio only).
+pub type Sink = Arc<dyn Fn(&Value) + Send + Sync>;
+
+/// Elicitations kept at once; the oldest is forgotten past this.
+const MAX_OPEN: usize = 256;
+/// Bound on a request head read from a visitor, and on each read and write.
+const MAX_HEAD: usize = 8 * 1024;
+const IO_TIMEOUT: Duration = Duration::from_secs(2);
+/// The path prefix of an elicitation's page.
+pub const PATH: &str = "/elicitation/";
+
+struct Open {
+    id: String,
+    visited: bool,
+    sink: Option<Sink>,
+}
+
+/// The page listener and the elicitations it completes.
+pub struct Page {
+    addr: SocketAddr,
+    open: Mutex<Vec<Open>>,
+    log: Mutex<Log>,
+}
+
+static PAGE: OnceLock<Result<Arc<Page>, String>> = OnceLock::new();
+
+/// The process's page, started on first use (its visits are logged to `log`'s file).
+pub fn page(log: &Log) -> Result<Arc<Page>, String> {
+    PAGE.get_or_init(|| {
+        let log = log
+            .try_clone()
+            .map_err(|e| format!("cannot share the log: {e}"))?;
+        Page::start(log).map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))
+    })
+    .clone()
+}
+
+impl Page {
+    fn start(log: Log) -> io::Result<Arc<Page>> {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        let page = Arc::new(Page {
+            addr: listener.local_addr()?,
+            open: Mutex::new(Vec::new()),
+            log: Mutex::new(log),
+        });
+        let serving = Arc::clone(&page);
+        std::thread::Builder::new()
+            .name("url-page".into())
+            .spawn(move || {
+                for stream in listener.incoming().flatten() {
+                    serving.visit(stream);
+                }
+            })?;
+        Ok(page)
+    }
+
+    /// Registers a new elicitation: its id and URL. `sink` (legacy stdio) gets the
+    /// completion notification when the page is visited.
+    pub fn open(&self, sink: Option<Sink>) -> io::Result<(String, String)> {
+        let bytes: [u8; 16] = crate::evidence::keys::random_bytes()?;
+        let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if open.len() >= MAX_OPEN {
+            open.remove(0);
+        }
+        open.push(Open {
+            id: id.clone(),
+            visited: false,
+            sink,
+        });
+        Ok((id.clone(), format!("http://{}{PATH}{id}", self.addr)))
+    }
+
+    /// Whether the page of elicitation `id` was visited (`None`: no such elicitation).
+    pub fn visited(&self, id: &str) -> Option<bool> {
+        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        open.iter().find(|o| o.id == id).map(|o| o.visited)
+    }
+
+    /// Serves one visitor: reads its head (bounded), completes the elicitation its path names.
+    fn visit(&self, mut stream: TcpStream) {
+        let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
+        let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
+        let mut head = Vec::new();
+        let mut buf = [0u8; 1024];
+        while head.len() < MAX_HEAD && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            match stream.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => head.extend_from_slice(&buf[..n]),
+            }
+        }
+        let line = head.split(|&b| b == b'\n').next().unwrap_or(&[]);
+        let line = String::from_utf8_lossy(line);
+        let mut words = line.split_whitespace();
+        let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+        let path = target.split(['?', '#']).next().unwrap_or("");
+        let (status, text) = match (method, path.strip_prefix(PATH)) {
+            ("GET", Some(id)) => match self.complete(id) {
+                Some(true) => (
+                    "200 OK",
+                    "mcp-witness: this elicitation is complete. Go back to your MCP client.",
+                ),
+                Some(false) => ("200 OK", "mcp-witness: this elicitation was already complete."),
+                None => ("404 Not Found", "mcp-witness: no such elicitation."),
+            },
+            ("GET", None) => ("404 Not Found", "mcp-witness: no such page."),
+            _ => (
+                "405 Method Not Allowed",
+                "mcp-witness: GET the URL of an elicitation.",
+            ),
+        };
+        let body = format!("<!doctype html><title>mcp-witness</title><p>{text}</p>\n");
+        let reply = format!(
+            "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = stream.write_all(reply.as_bytes());
+    }
+
+    /// Marks `id` visited: `Some(true)` the first time (logged, and the sink told), `Some(false)`
+    /// again, `None` for an unknown id.
+    fn complete(&self, id: &str) -> Option<bool> {
+        let sink = {
+            let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+            let o = open.iter_mut().find(|o| o.id == id)?;
+            if o.visited {
+                return Some(false);
+            }
+            o.visited = true;
+            o.sink.take()
+        };
+        {
+            let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+            log.mark("page", json!({"elicitationId": id, "visited": true}));
+        }
+        if let Some(sink) = sink {
+            sink(&json!({"jsonrpc": "2.0", "method": COMPLETE, "params": {"elicitationId": id}}));
+        }
+        Some(true)
+    }
+}
+
+/// The notification that tells a legacy client its URL elicitation completed.
+pub const COMPLETE: &str = "notifications/elicitation/complete";
+
+/// Whether `url` is a page of this kind on a loopback address (what a test client checks
+/// before it "opens" a URL it was sent).
+pub fn is_loopback_page(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let authority = rest.split('/').next().unwrap_or("");
+    authority
+        .parse::<SocketAddr>()
+        .is_ok_and(|a| a.ip().is_loopback())
+        && rest[authority.len()..].starts_with(PATH)
+}
+
+/// Opens a page URL the way a browser would, for the control client: one bounded GET to a
+/// loopback page; the status code.
+pub fn open_url(url: &str) -> Result<u16, String> {
+    if !is_loopback_page(url) {
+        return Err("not a loopback elicitation page: not opened".into());
+    }
+    let rest = &url["http://".len()..];
+    let authority = rest.split('/').next().unwrap_or("");
+    let path = &rest[authority.len()..];
+    let addr: SocketAddr = authority.parse().map_err(|_| "bad address".to_string())?;
+    let mut s = TcpStream::connect_timeout(&addr, IO_TIMEOUT).map_err(|e| e.to_string())?;
+    let _ = s.set_read_timeout(Some(IO_TIMEOUT));
+    let _ = s.set_write_timeout(Some(IO_TIMEOUT));
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut reply = Vec::new();
+    let _ = s.take(MAX_HEAD as u64).read_to_end(&mut reply);
+    let line = reply.split(|&b| b == b'\n').next().unwrap_or(&[]);
+    String::from_utf8_lossy(line)
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| "no HTTP status in the reply".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_elicitation_pages_count_as_pages() {
+        assert!(is_loopback_page("http://127.0.0.1:4000/elicitation/ab"));
+        assert!(is_loopback_page("http://[::1]:4000/elicitation/ab"));
+        assert!(!is_loopback_page("http://10.0.0.1:4000/elicitation/ab"));
+        assert!(!is_loopback_page("https://127.0.0.1:4000/elicitation/ab"));
+        assert!(!is_loopback_page("http://localhost:4000/elicitation/ab"));
+        assert!(!is_loopback_page("http://127.0.0.1:4000/other"));
+    }
+}
