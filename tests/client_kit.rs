@@ -1450,3 +1450,445 @@ fn record_with_a_flow_alone_is_refused_with_what_to_do() {
     );
     assert!(!evidence.exists(), "nothing was signed");
 }
+
+// URL mode elicitation, a request in an undeclared mode, and roots that change.
+
+impl Client {
+    /// The legacy handshake declaring `capabilities`.
+    fn initialize_with(&mut self, name: &str, capabilities: Value) {
+        let r = self.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                   "clientInfo": {"name": name, "version": "9.9"}}),
+        );
+        assert!(r.get("result").is_some(), "{r}");
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    }
+
+    /// Reads lines until the reply to request `id` (answering nothing), keeping notifications.
+    fn reply_to(&mut self, id: u64) -> Value {
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "serve closed stdout"
+            );
+            let msg: Value = serde_json::from_str(&line).unwrap();
+            if let Some(m) = msg.get("method").and_then(Value::as_str) {
+                self.notifications.push(m.to_string());
+            } else if msg["id"] == json!(id) {
+                return msg;
+            }
+        }
+    }
+}
+
+/// A GET of a page URL, as a browser would open it; the status code.
+fn open_page(url: &str) -> u16 {
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    let (authority, path) = rest.split_at(rest.find('/').unwrap());
+    let mut s = std::net::TcpStream::connect(authority).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut all = String::new();
+    std::io::Read::read_to_string(&mut s, &mut all).unwrap();
+    all[9..12].parse().unwrap()
+}
+
+fn verdict_row<'a>(stdout: &'a str, question_start: &str) -> &'a str {
+    stdout
+        .lines()
+        .find(|l| l.contains(question_start))
+        .unwrap_or_else(|| panic!("no row {question_start:?} in:\n{stdout}"))
+}
+
+#[test]
+fn drive_passes_url_elicitation_the_undeclared_mode_and_a_change_of_roots_in_both_eras() {
+    let dir = TempDir::new("drive-modes");
+    for (domain, legacy, modern) in [
+        (
+            "elicitation-url",
+            "serve sent notifications/elicitation/complete",
+            "retried with the requestState",
+        ),
+        (
+            "elicitation-undeclared",
+            "refused undeclared mode",
+            "refused undeclared mode",
+        ),
+        (
+            "roots",
+            "After `notifications/roots/list_changed` it answered serve's re-ask validly.",
+            "added `file:///tmp/mcp-witness-root-2`",
+        ),
+    ] {
+        let run = witness(&dir, &["drive", "--domain", domain, "--era", "both"]);
+        assert_eq!(run.code, 0, "{domain}: {}\n{}", run.stdout, run.stderr);
+        assert_eq!(
+            run.stdout.matches("**Verdict: handled**").count(),
+            2,
+            "{}",
+            run.stdout
+        );
+        let (first, second) = run.stdout.split_once("(modern era").unwrap();
+        assert!(first.contains(legacy), "{domain} legacy: {first}");
+        assert!(second.contains(modern), "{domain} modern: {second}");
+    }
+}
+
+#[test]
+fn a_url_elicitation_leaves_the_page_visit_and_the_completion_in_the_log_under_one_id() {
+    let dir = TempDir::new("drive-all-modes");
+    let run = witness(
+        &dir,
+        &[
+            "drive",
+            "--domain",
+            "elicitation-url",
+            "--era",
+            "legacy",
+            "--keep-logs",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    // The visit is in the log as a `page` entry, and the completion names the same id.
+    let log = run
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("- Log: `"))
+        .and_then(|l| l.split('`').next())
+        .unwrap();
+    let lines = log_lines(Path::new(log));
+    let asked = lines
+        .iter()
+        .find(|e| e["msg"]["params"]["mode"] == "url")
+        .expect("a URL mode request");
+    let id = asked["msg"]["params"]["elicitationId"].clone();
+    let url = asked["msg"]["params"]["url"].as_str().unwrap();
+    assert!(url.starts_with("http://127.0.0.1:"), "loopback only: {url}");
+    assert!(
+        lines
+            .iter()
+            .any(|e| e["dir"] == "page" && e["info"]["elicitationId"] == id)
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|e| e["msg"]["method"] == "notifications/elicitation/complete"
+                && e["msg"]["params"]["elicitationId"] == id)
+    );
+    let _ = std::fs::remove_file(log);
+}
+
+#[test]
+fn a_client_that_accepts_a_url_elicitation_but_never_opens_it_did_not_complete_the_url_flow() {
+    let dir = TempDir::new("url-never-opened");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize_with("url-no-open", json!({"elicitation": {"form": {}, "url": {}}}));
+    let (asked, reply) = c.ask_and_answer(
+        "witness_ask_url_elicitation",
+        json!({"result": {"action": "accept"}}),
+    );
+    assert_eq!(asked["params"]["mode"], "url", "{asked}");
+    assert!(asked["params"]["elicitationId"].is_string(), "{asked}");
+    assert_ne!(
+        reply["result"]["isError"], true,
+        "consent is a valid answer: {reply}"
+    );
+    c.call(STATUS);
+    assert!(
+        !c.notifications
+            .iter()
+            .any(|n| n == "notifications/elicitation/complete")
+    );
+    c.finish();
+    let run = analyze(&dir, &log, "elicitation-url");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("**Verdict: not handled** (Q6: the client accepted but never opened the URL"),
+        "{}",
+        run.stdout
+    );
+    assert!(verdict_row(&run.stdout, "Did the client open the URL").contains("| no | absent |"));
+}
+
+const STATUS: &str = "witness_status";
+
+#[test]
+fn a_modern_client_that_opens_the_url_completes_the_flow_and_one_that_answers_with_content_does_not() {
+    let dir = TempDir::new("url-modern");
+    for (case, answer, open) in [
+        ("good", json!({"action": "accept"}), true),
+        (
+            "content",
+            json!({"action": "accept", "content": {"token": "x"}}),
+            true,
+        ),
+        ("decline", json!({"action": "decline"}), false),
+    ] {
+        let log = dir.join(&format!("{case}.jsonl"));
+        let mut c = Client::start(&log);
+        let mut params = modern(
+            json!({"name": "witness_ask_url_elicitation", "arguments": {}}),
+            "2026-07-28",
+        );
+        params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {"url": {}}});
+        let first = c.request("tools/call", params.clone());
+        let request = &first["result"]["inputRequests"]["elicitation-url"];
+        assert_eq!(request["params"]["mode"], "url", "{first}");
+        assert!(
+            request["params"].get("elicitationId").is_none(),
+            "2026-07-28 has no elicitationId"
+        );
+        if open {
+            assert_eq!(open_page(request["params"]["url"].as_str().unwrap()), 200);
+        }
+        params["inputResponses"] = json!({"elicitation-url": answer});
+        params["requestState"] = first["result"]["requestState"].clone();
+        let second = c.request("tools/call", params);
+        assert_eq!(second["result"]["resultType"], "complete", "{second}");
+        c.finish();
+        let run = analyze(&dir, &log, "elicitation-url");
+        match case {
+            "good" => {
+                assert_eq!(run.code, 0, "{}", run.stdout);
+                assert!(
+                    run.stdout
+                        .contains("**Verdict: handled**. The client completed the URL flow"),
+                    "{}",
+                    run.stdout
+                );
+            }
+            "content" => {
+                assert_eq!(run.code, 1, "{}", run.stdout);
+                assert!(
+                    run.stdout
+                        .contains("**Verdict: not handled** (Q5: accepted with `content`"),
+                    "{}",
+                    run.stdout
+                );
+            }
+            _ => {
+                assert_eq!(run.code, 0, "{}", run.stdout);
+                assert!(
+                    run.stdout
+                        .contains("**Verdict: handled**. The user declined or cancelled"),
+                    "{}",
+                    run.stdout
+                );
+                assert!(verdict_row(&run.stdout, "Did the client open the URL").contains("| no |"));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_client_that_declared_form_only_is_never_sent_url_mode_by_the_url_tool() {
+    let dir = TempDir::new("url-form-only");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    // `elicitation: {}` means form mode only.
+    c.initialize_with("form-only", json!({"elicitation": {}}));
+    let r = c.call("witness_ask_url_elicitation");
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    c.finish();
+    assert!(
+        !log_lines(&log)
+            .iter()
+            .any(|e| e["msg"]["method"] == "elicitation/create")
+    );
+    let run = analyze(&dir, &log, "elicitation-url");
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(
+        verdict_row(&run.stdout, "Did the client declare `elicitation`?").contains("modes declared: form |")
+    );
+    assert!(run.stdout.contains("**Verdict: not declared**"), "{}", run.stdout);
+}
+
+#[test]
+fn a_client_that_accepts_a_mode_it_never_declared_is_reported_with_the_evidence_line() {
+    let dir = TempDir::new("undeclared-accepted");
+    // Legacy: the URL mode request answered with accept by a form-only client.
+    let log = dir.join("legacy.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize_with("accepts-anything", json!({"elicitation": {"form": {}}}));
+    let (asked, reply) = c.ask_and_answer(
+        "witness_ask_undeclared_mode",
+        json!({"result": {"action": "accept"}}),
+    );
+    assert_eq!(asked["params"]["mode"], "url");
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    // The session goes on for it all the same.
+    assert!(c.call(STATUS)["result"]["structuredContent"].is_object());
+    c.finish();
+    let run = analyze(&dir, &log, "elicitation-undeclared");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("**Verdict: not handled** (Q4: accepted a mode it never declared)"),
+        "{}",
+        run.stdout
+    );
+    let answer_line = log_lines(&log)
+        .iter()
+        .position(|e| e["dir"] == "in" && e["msg"]["result"]["action"] == "accept")
+        .unwrap()
+        + 1;
+    assert!(
+        verdict_row(&run.stdout, "How did the client answer it").contains(&format!(
+            "| with a result: action `accept` | log line {answer_line},"
+        )),
+        "{}",
+        run.stdout
+    );
+
+    // Modern: a URL-only client answers the form request it was never declared for.
+    let log = dir.join("modern.jsonl");
+    let mut c = Client::start(&log);
+    let mut params = modern(
+        json!({"name": "witness_ask_undeclared_mode", "arguments": {}}),
+        "2026-07-28",
+    );
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {"url": {}}});
+    let first = c.request("tools/call", params.clone());
+    assert_eq!(
+        first["result"]["inputRequests"]["elicitation-undeclared"]["params"]["mode"],
+        "form"
+    );
+    params["inputResponses"] = json!({"elicitation-undeclared": {"action": "decline"}});
+    params["requestState"] = first["result"]["requestState"].clone();
+    let second = c.request("tools/call", params);
+    assert_eq!(second["result"]["isError"], true, "{second}");
+    c.finish();
+    let run = analyze(&dir, &log, "elicitation-undeclared");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("(Q4: answered `decline` as if it had shown a request"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_legacy_client_that_refuses_the_undeclared_mode_with_an_error_handles_it_and_goes_on() {
+    let dir = TempDir::new("undeclared-refused");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize_with("refuses", json!({"elicitation": {}}));
+    let (_, reply) = c.ask_and_answer(
+        "witness_ask_undeclared_mode",
+        json!({"error": {"code": -32602, "message": "url mode not supported"}}),
+    );
+    assert_ne!(reply["result"]["isError"], true, "{reply}");
+    // The one request in an undeclared mode is the only one: the next call is ordinary.
+    let id = c.next_id;
+    c.next_id += 1;
+    c.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": STATUS, "arguments": {}}}));
+    assert!(c.reply_to(id)["result"]["structuredContent"].is_object());
+    c.finish();
+    let run = analyze(&dir, &log, "elicitation-undeclared");
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("**Verdict: handled**. refused undeclared mode"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        verdict_row(&run.stdout, "How did the client answer it").contains("| refused with error -32602 |")
+    );
+}
+
+#[test]
+fn a_client_that_announces_new_roots_but_answers_the_reask_badly_does_not_handle_roots() {
+    let dir = TempDir::new("roots-reask");
+    for (case, reanswer, expect) in [
+        (
+            "web",
+            json!({"result": {"roots": [{"uri": "https://example.com/repo"}]}}),
+            "**Verdict: not handled** (Q8: root 1: `https://example.com/repo` is not a file:// URI",
+        ),
+        (
+            "error",
+            json!({"error": {"code": -32603, "message": "no"}}),
+            "**Verdict: not handled** (Q8: the client answered the re-ask with an error)",
+        ),
+    ] {
+        let log = dir.join(&format!("{case}.jsonl"));
+        let mut c = Client::start(&log);
+        c.initialize_with("roots-change", json!({"roots": {"listChanged": true}}));
+        let (_, reply) = c.ask_and_answer(
+            "witness_ask_roots",
+            json!({"result": {"roots": [{"uri": "file:///tmp/one"}]}}),
+        );
+        assert_ne!(reply["result"]["isError"], true, "{reply}");
+        c.send(&json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}));
+        // serve asks again at once; answer it, then see the session go on.
+        let mut line = String::new();
+        c.stdout.read_line(&mut line).unwrap();
+        let reask: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(reask["method"], "roots/list", "{reask}");
+        let mut answer = reanswer.clone();
+        answer["jsonrpc"] = json!("2.0");
+        answer["id"] = reask["id"].clone();
+        c.send(&answer);
+        assert!(c.call(STATUS)["result"]["structuredContent"].is_object());
+        c.finish();
+        let run = analyze(&dir, &log, "roots");
+        assert_eq!(run.code, 1, "{case}: {}", run.stdout);
+        assert!(run.stdout.contains(expect), "{case}: {}", run.stdout);
+        assert!(verdict_row(&run.stdout, "Did serve ask `roots/list` again").contains("| yes |"));
+    }
+}
+
+#[test]
+fn a_client_that_announces_new_roots_and_answers_the_reask_says_what_changed() {
+    let dir = TempDir::new("roots-changed");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize_with("roots-change", json!({"roots": {"listChanged": true}}));
+    c.ask_and_answer(
+        "witness_ask_roots",
+        json!({"result": {"roots": [{"uri": "file:///tmp/one"}, {"uri": "file:///tmp/two"}]}}),
+    );
+    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}));
+    let mut line = String::new();
+    c.stdout.read_line(&mut line).unwrap();
+    let reask: Value = serde_json::from_str(&line).unwrap();
+    c.send(&json!({"jsonrpc": "2.0", "id": reask["id"], "result": {"roots": [{"uri": "file:///tmp/two"}, {"uri": "file:///tmp/three"}]}}));
+    c.call(STATUS);
+    c.finish();
+    let run = analyze(&dir, &log, "roots");
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(
+        verdict_row(&run.stdout, "What changed between")
+            .contains("| added `file:///tmp/three`; removed `file:///tmp/one` |"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("it answered serve's re-ask validly"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn serve_does_not_reask_roots_of_a_client_that_never_declared_them() {
+    let dir = TempDir::new("roots-undeclared-change");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize_with("no-roots", json!({}));
+    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}));
+    assert!(c.call(STATUS)["result"]["structuredContent"].is_object());
+    c.finish();
+    assert!(!log_lines(&log).iter().any(|e| e["msg"]["method"] == "roots/list"));
+}
