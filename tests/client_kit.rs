@@ -120,12 +120,14 @@ fn drive_all_passes_against_serve() {
         "completion",
         "subscriptions",
         "progress",
+        "elicitation-url",
+        "elicitation-undeclared",
     ] {
         assert!(run.stdout.contains(&format!("## Domain: {d}")), "{}", run.stdout);
     }
     assert_eq!(
         run.stdout.matches("**Verdict: handled**").count(),
-        7,
+        9,
         "{}",
         run.stdout
     );
@@ -236,7 +238,7 @@ fn a_client_that_stops_half_way_is_incomplete() {
     // `all` covers the flows too: never asked for in this session, they are not counted.
     assert_eq!(
         run.stdout.matches("**Verdict: not exercised**").count(),
-        7,
+        9,
         "{}",
         run.stdout
     );
