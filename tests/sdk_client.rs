@@ -6,7 +6,10 @@
 //! cycle then uses beta, so all three domains are compliant. Through a plain
 //! `setNotificationHandler` the handler fires and the script's re-list follows at once.
 //! The official Python SDK client (`mcp` 2.3.0, pinned in the reference venv) runs the new
-//! flows (tests/sdk-client/flows.py): roots, sampling, elicitation, logging and completion.
+//! flows (tests/sdk-client/flows.py): roots (and a change of roots announced with
+//! `send_roots_list_changed`), sampling, elicitation in form and URL mode (it declares both;
+//! the script opens serve's loopback page and the SDK delivers
+//! `notifications/elicitation/complete`), logging and completion.
 
 mod common;
 use common::*;
@@ -169,10 +172,13 @@ fn typescript_sdk_notification_handler_receives_every_list_changed_and_reacts() 
 }
 
 /// The official Python SDK client (`mcp`, in the reference venv) through the new flows: its
-/// callbacks answer roots, sampling and elicitation, it sets a log level and completes the
-/// prompt's arguments (tests/sdk-client/flows.py). Legacy era (it sends `initialize`).
+/// callbacks answer roots, sampling and elicitation (form and URL mode), it announces a change
+/// of roots and answers serve's re-ask, opens the URL serve sent and gets the completion, sets
+/// a log level and completes the prompt's arguments (tests/sdk-client/flows.py). Legacy era
+/// (it sends `initialize`).
 #[test]
-fn python_sdk_client_handles_roots_sampling_elicitation_logging_and_completion() {
+fn python_sdk_client_handles_roots_and_their_change_sampling_form_and_url_elicitation_logging_and_completion()
+{
     let python = reference_dir().join("venv/bin/python");
     assert!(
         python.exists(),
@@ -210,7 +216,25 @@ fn python_sdk_client_handles_roots_sampling_elicitation_logging_and_completion()
         ]),
         "the SDK's logging callback saw all eight levels"
     );
-    for domain in ["roots", "sampling", "elicitation", "logging", "completion"] {
+    let url = summary["url"]
+        .as_str()
+        .expect("the SDK's callback got a URL mode request");
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    assert_eq!(summary["page_status"], 200, "{summary}");
+    let elicitation_id = url.rsplit('/').next().unwrap();
+    assert_eq!(
+        summary["completed"],
+        serde_json::json!([elicitation_id]),
+        "the SDK's message handler got the completion of that elicitation: {summary}"
+    );
+    for domain in [
+        "roots",
+        "sampling",
+        "elicitation",
+        "logging",
+        "completion",
+        "elicitation-url",
+    ] {
         let run = witness(&dir, &["analyze", log.to_str().unwrap(), "--domain", domain]);
         assert_eq!(run.code, 0, "{domain}: {}{}", run.stdout, run.stderr);
         assert!(
@@ -219,6 +243,23 @@ fn python_sdk_client_handles_roots_sampling_elicitation_logging_and_completion()
             run.stdout
         );
     }
+    let roots = witness(&dir, &["analyze", log.to_str().unwrap(), "--domain", "roots"]);
+    for row in [
+        "| Did serve ask `roots/list` again after it? | yes |",
+        "| yes: 2 root(s), every URI file:// |",
+        "| added `file:///tmp/python-sdk-root-2` |",
+    ] {
+        assert!(roots.stdout.contains(row), "{row}: {}", roots.stdout);
+    }
+    let url = witness(
+        &dir,
+        &["analyze", log.to_str().unwrap(), "--domain", "elicitation-url"],
+    );
+    assert!(
+        url.stdout.contains("The client completed the URL flow"),
+        "{}",
+        url.stdout
+    );
     let elicitation = witness(
         &dir,
         &["analyze", log.to_str().unwrap(), "--domain", "elicitation"],
