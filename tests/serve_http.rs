@@ -411,3 +411,87 @@ fn the_official_conformance_suite_passes_every_scenario_that_applies_to_serve_ht
         "a connection thread of serve is still running"
     );
 }
+
+/// A GET on its own connection, as a browser opens a page: the status code.
+fn get_page(url: &str) -> u16 {
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    let (authority, path) = rest.split_at(rest.find('/').unwrap());
+    let mut s = TcpStream::connect(authority).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut all = String::new();
+    s.read_to_string(&mut all).unwrap();
+    all[9..12].parse().unwrap()
+}
+
+#[test]
+fn a_modern_url_elicitation_over_http_completes_when_the_loopback_page_is_visited() {
+    let bench = Bench::new("serve-http-url");
+    let served = Served::start(&bench);
+    let call = |id: u64, extra: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"witness_ask_url_elicitation","arguments":{{}},{extra}"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{"elicitation":{{"form":{{}},"url":{{}}}}}},"io.modelcontextprotocol/clientInfo":{{"name":"http-url","version":"1"}}}}}}}}"#
+        )
+    };
+    let (status, _, body) = served.post(None, &call(1, ""));
+    assert_eq!(status, 200, "{body}");
+    let first: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let url = first["result"]["inputRequests"]["elicitation-url"]["params"]["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The page is on loopback whatever the server's own address, and not the MCP endpoint.
+    assert!(
+        url.starts_with("http://127.0.0.1:") && !url.contains("/mcp"),
+        "{url}"
+    );
+    let state = first["result"]["requestState"].as_str().unwrap().to_string();
+    // Before the visit the accept cannot complete the call.
+    let retry = |id| {
+        call(
+            id,
+            &format!(
+                r#""inputResponses":{{"elicitation-url":{{"action":"accept"}}}},"requestState":"{state}","#
+            ),
+        )
+    };
+    let (_, _, early) = served.post(None, &retry(2));
+    assert!(early.contains("the page was not visited"), "{early}");
+    assert_eq!(get_page(&url), 200);
+    assert_eq!(
+        get_page(&format!("{url}0")),
+        404,
+        "an unknown id completes nothing"
+    );
+    let (_, _, done) = served.post(None, &retry(3));
+    assert!(done.contains("the URL flow is complete"), "{done}");
+
+    let run = common::witness(
+        &bench.dir,
+        &[
+            "analyze",
+            served.log.to_str().unwrap(),
+            "--domain",
+            "elicitation-url",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("**Verdict: handled**. The client completed the URL flow"),
+        "{}",
+        run.stdout
+    );
+    // The last retry is the one judged: the early one could not complete.
+    assert!(
+        run.stdout
+            .contains("| Did the retry complete the call (serve saw the visit)? | yes |"),
+        "{}",
+        run.stdout
+    );
+}

@@ -171,8 +171,9 @@ impl Judge<'_> {
                     == Some(&Value::from(f.method()))
             });
             let state = first.and_then(|r| e[r].msg.as_ref()?.pointer("/result/requestState").cloned());
+            // The last retry: a client may retry before the out-of-band step is done.
             let retry = first.and_then(|r| {
-                (r + 1..e.len()).find(|&i| {
+                (r + 1..e.len()).rev().find(|&i| {
                     e[i].dir == "in"
                         && method(&e[i]) == Some("tools/call")
                         && params(&e[i]).and_then(|p| p.get("requestState")) == state.as_ref()
