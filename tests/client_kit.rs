@@ -1894,3 +1894,49 @@ fn serve_does_not_reask_roots_of_a_client_that_never_declared_them() {
     c.finish();
     assert!(!log_lines(&log).iter().any(|e| e["msg"]["method"] == "roots/list"));
 }
+
+#[test]
+fn the_url_page_survives_a_silent_visitor_and_garbage_and_still_completes_the_elicitation() {
+    let dir = TempDir::new("url-page-hostile");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    c.initialize_with("url-hostile", json!({"elicitation": {"url": {}}}));
+    let (asked, _) = c.ask_and_answer(
+        "witness_ask_url_elicitation",
+        json!({"result": {"action": "accept"}}),
+    );
+    let url = asked["params"]["url"].as_str().unwrap().to_string();
+    let authority = url["http://".len()..].split('/').next().unwrap().to_string();
+    // One visitor that says nothing, one that sends garbage, one POST.
+    let _silent = std::net::TcpStream::connect(&authority).unwrap();
+    for bytes in [
+        &b"\x00\xff garbage\r\n\r\n"[..],
+        b"POST /elicitation/x HTTP/1.1\r\n\r\n",
+    ] {
+        let mut s = std::net::TcpStream::connect(&authority).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+            .unwrap();
+        s.write_all(bytes).unwrap();
+        let mut reply = String::new();
+        let _ = std::io::Read::read_to_string(&mut s, &mut reply);
+        assert!(reply.starts_with("HTTP/1.1 405"), "{reply:?}");
+    }
+    assert_eq!(open_page(&url), 200);
+    let id = c.next_id;
+    c.next_id += 1;
+    c.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": STATUS, "arguments": {}}}));
+    c.reply_to(id);
+    assert!(
+        c.notifications
+            .iter()
+            .any(|n| n == "notifications/elicitation/complete")
+    );
+    // A second visit completes nothing more.
+    assert_eq!(open_page(&url), 200);
+    c.finish();
+    let completions = log_lines(&log)
+        .iter()
+        .filter(|e| e["msg"]["method"] == "notifications/elicitation/complete")
+        .count();
+    assert_eq!(completions, 1);
+}

@@ -8,7 +8,7 @@
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -22,6 +22,8 @@ const MAX_OPEN: usize = 256;
 /// Bound on a request head read from a visitor, and on each read and write.
 const MAX_HEAD: usize = 8 * 1024;
 const IO_TIMEOUT: Duration = Duration::from_secs(2);
+/// A whole visit (head read and reply) at most this long: one visitor at a time is served.
+const VISIT_DEADLINE: Duration = Duration::from_secs(4);
 /// The path prefix of an elicitation's page.
 pub const PATH: &str = "/elicitation/";
 
@@ -97,9 +99,11 @@ impl Page {
     fn visit(&self, mut stream: TcpStream) {
         let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
         let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
+        let deadline = Instant::now() + VISIT_DEADLINE;
         let mut head = Vec::new();
         let mut buf = [0u8; 1024];
-        while head.len() < MAX_HEAD && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        while head.len() < MAX_HEAD && Instant::now() < deadline && !head.windows(4).any(|w| w == b"\r\n\r\n")
+        {
             match stream.read(&mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => head.extend_from_slice(&buf[..n]),
