@@ -50,19 +50,7 @@ impl Client {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let mut line = String::new();
-            assert!(
-                self.stdout.read_line(&mut line).unwrap() > 0,
-                "serve closed stdout"
-            );
-            let msg: Value = serde_json::from_str(&line).unwrap();
-            if let Some(m) = msg.get("method").and_then(Value::as_str) {
-                self.notifications.push(m.to_string());
-            } else if msg["id"] == json!(id) {
-                return msg;
-            }
-        }
+        self.reply_to(id)
     }
 
     fn initialize(&mut self, name: &str) {
@@ -1485,23 +1473,6 @@ impl Client {
     }
 }
 
-/// A GET of a page URL, as a browser would open it; the status code.
-fn open_page(url: &str) -> u16 {
-    let rest = url.strip_prefix("http://").expect("an http URL");
-    let (authority, path) = rest.split_at(rest.find('/').unwrap());
-    let mut s = std::net::TcpStream::connect(authority).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut all = String::new();
-    std::io::Read::read_to_string(&mut s, &mut all).unwrap();
-    all[9..12].parse().unwrap()
-}
-
 fn verdict_row<'a>(stdout: &'a str, question_start: &str) -> &'a str {
     stdout
         .lines()
@@ -1650,7 +1621,7 @@ fn a_modern_client_that_opens_the_url_completes_the_flow_and_one_that_answers_wi
             "2026-07-28 has no elicitationId"
         );
         if open {
-            assert_eq!(open_page(request["params"]["url"].as_str().unwrap()), 200);
+            assert_eq!(http_get_status(request["params"]["url"].as_str().unwrap()), 200);
         }
         params["inputResponses"] = json!({"elicitation-url": answer});
         params["requestState"] = first["result"]["requestState"].clone();
@@ -1921,7 +1892,7 @@ fn the_url_page_survives_a_silent_visitor_and_garbage_and_still_completes_the_el
         let _ = std::io::Read::read_to_string(&mut s, &mut reply);
         assert!(reply.starts_with("HTTP/1.1 405"), "{reply:?}");
     }
-    assert_eq!(open_page(&url), 200);
+    assert_eq!(http_get_status(&url), 200);
     let id = c.next_id;
     c.next_id += 1;
     c.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": STATUS, "arguments": {}}}));
@@ -1932,7 +1903,7 @@ fn the_url_page_survives_a_silent_visitor_and_garbage_and_still_completes_the_el
             .any(|n| n == "notifications/elicitation/complete")
     );
     // A second visit completes nothing more.
-    assert_eq!(open_page(&url), 200);
+    assert_eq!(http_get_status(&url), 200);
     c.finish();
     let completions = log_lines(&log)
         .iter()

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Bench, WITNESS};
+use common::{Bench, WITNESS, http_get_status};
 use serde_json::Value;
 
 /// A `serve --http` process, killed and reaped when dropped.
@@ -412,22 +412,6 @@ fn the_official_conformance_suite_passes_every_scenario_that_applies_to_serve_ht
     );
 }
 
-/// A GET on its own connection, as a browser opens a page: the status code.
-fn get_page(url: &str) -> u16 {
-    let rest = url.strip_prefix("http://").expect("an http URL");
-    let (authority, path) = rest.split_at(rest.find('/').unwrap());
-    let mut s = TcpStream::connect(authority).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut all = String::new();
-    s.read_to_string(&mut all).unwrap();
-    all[9..12].parse().unwrap()
-}
-
 #[test]
 fn a_modern_url_elicitation_over_http_completes_when_the_loopback_page_is_visited() {
     let bench = Bench::new("serve-http-url");
@@ -462,9 +446,9 @@ fn a_modern_url_elicitation_over_http_completes_when_the_loopback_page_is_visite
     };
     let (_, _, early) = served.post(None, &retry(2));
     assert!(early.contains("the page was not visited"), "{early}");
-    assert_eq!(get_page(&url), 200);
+    assert_eq!(http_get_status(&url), 200);
     assert_eq!(
-        get_page(&format!("{url}0")),
+        http_get_status(&format!("{url}0")),
         404,
         "an unknown id completes nothing"
     );

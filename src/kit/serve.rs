@@ -420,13 +420,7 @@ impl<W: Write> Serve<W> {
         if modern {
             let answer = params.get("inputResponses").and_then(|r| r.get(f.name()));
             let Some(answer) = answer else {
-                let mut requests = serde_json::Map::new();
-                requests.insert(
-                    f.name().into(),
-                    json!({"method": f.method(), "params": f.request_params()}),
-                );
-                let result = json!({"resultType": "input_required", "inputRequests": requests,
-                    "requestState": f.request_state()});
+                let result = input_required(f, f.request_params(), f.request_state());
                 return self.reply(id, Ok(result), true);
             };
             let result = answer.get("result").unwrap_or(answer);
@@ -518,19 +512,13 @@ impl<W: Write> Serve<W> {
             };
             let p = elicit_url::url_params((!modern).then_some(eid.as_str()), &url);
             if modern && f == Flow::ElicitationUrl {
-                let mut requests = serde_json::Map::new();
-                requests.insert(f.name().into(), json!({"method": f.method(), "params": p}));
-                let result = json!({"resultType": "input_required", "inputRequests": requests,
-                    "requestState": format!("{URL_STATE}{eid}")});
+                let result = input_required(f, p, format!("{URL_STATE}{eid}"));
                 return self.reply(id, Ok(result), true);
             }
             p
         };
         if modern {
-            let mut requests = serde_json::Map::new();
-            requests.insert(f.name().into(), json!({"method": f.method(), "params": request}));
-            let result = json!({"resultType": "input_required", "inputRequests": requests,
-                "requestState": f.request_state()});
+            let result = input_required(f, request, f.request_state());
             return self.reply(id, Ok(result), true);
         }
         if self.state.asked.len() >= MAX_ASKED {
@@ -954,6 +942,13 @@ pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 
 /// Questions of the legacy flows open at once.
 const MAX_ASKED: usize = 16;
+
+/// A modern `input_required` result asking the flow's request (keyed by the flow's name).
+fn input_required(f: Flow, params: Value, state: String) -> Value {
+    let mut requests = serde_json::Map::new();
+    requests.insert(f.name().into(), json!({"method": f.method(), "params": params}));
+    json!({"resultType": "input_required", "inputRequests": requests, "requestState": state})
+}
 
 fn tool_error(why: String) -> Value {
     json!({"content": [{"type": "text", "text": why}], "isError": true})

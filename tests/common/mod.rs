@@ -363,3 +363,24 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// One GET of an `http://` URL on its own connection, as a browser opens a page (the client
+/// kit's loopback elicitation page): the status code.
+pub fn http_get_status(url: &str) -> u16 {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let mut s = std::net::TcpStream::connect(authority).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut all = String::new();
+    s.read_to_string(&mut all).unwrap();
+    all.get(9..12)
+        .and_then(|c| c.parse().ok())
+        .expect("an HTTP status line")
+}
