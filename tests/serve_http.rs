@@ -479,3 +479,89 @@ fn a_modern_url_elicitation_over_http_completes_when_the_loopback_page_is_visite
         run.stdout
     );
 }
+
+#[test]
+fn a_legacy_url_elicitation_over_http_holds_the_call_open_until_the_answer_and_completes_on_the_next_stream()
+{
+    let bench = Bench::new("serve-http-url-legacy");
+    let served = Served::start(&bench);
+    let (status, head, _) = served.post(
+        None,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"url":{}}},"clientInfo":{"name":"http-legacy-url","version":"1"}}}"#,
+    );
+    assert_eq!(status, 200, "{head}");
+    let sid = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Mcp-Session-Id: "))
+        .unwrap()
+        .to_string();
+    served.post(
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    // The call: its stream carries serve's request first and stays open.
+    let mut s = TcpStream::connect(("127.0.0.1", served.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"witness_ask_url_elicitation","arguments":{}}}"#;
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nMcp-Session-Id: {sid}\r\nContent-Length: {}\r\n\r\n{body}",
+        served.port,
+        body.len()
+    )
+    .unwrap();
+    let mut stream = BufReader::new(s);
+    let data = |stream: &mut BufReader<TcpStream>| -> Option<Value> {
+        loop {
+            let mut line = String::new();
+            if stream.read_line(&mut line).unwrap() == 0 {
+                return None;
+            }
+            if let Some(d) = line.strip_prefix("data: ") {
+                return Some(serde_json::from_str(d.trim()).unwrap());
+            }
+        }
+    };
+    let asked = data(&mut stream).expect("serve's request on the held stream");
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    assert_eq!(asked["params"]["mode"], "url");
+    let url = asked["params"]["url"].as_str().unwrap().to_string();
+    let answer = serde_json::json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}});
+    let (status, _, _) = served.post(Some(&sid), &answer.to_string());
+    assert_eq!(status, 202);
+    let reply = data(&mut stream).expect("the call's reply on the same stream");
+    assert_eq!(reply["id"], 2, "{reply}");
+    assert!(
+        reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("elicitation/create answered: accept"),
+        "{reply}"
+    );
+    assert!(data(&mut stream).is_none(), "the stream ends with the reply");
+    assert_eq!(http_get_status(&url), 200);
+    // The completion goes out on the session's next stream, before that request's reply.
+    let (_, _, body) = served.post(Some(&sid), r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
+    assert!(
+        body.contains(r#""method":"notifications/elicitation/complete""#),
+        "{body}"
+    );
+
+    let run = common::witness(
+        &bench.dir,
+        &[
+            "analyze",
+            served.log.to_str().unwrap(),
+            "--domain",
+            "elicitation-url",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(
+        run.stdout.contains(
+            "| Did the server send `notifications/elicitation/complete` with that `elicitationId`? | yes |"
+        ),
+        "{}",
+        run.stdout
+    );
+}

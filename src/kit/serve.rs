@@ -208,8 +208,18 @@ impl<W: Write> Serve<W> {
 
     /// Sets where `notifications/elicitation/complete` goes (the stdio server's stdout).
     pub fn with_sink(mut self, sink: Sink) -> Self {
-        self.sink = Some(sink);
+        self.set_sink(sink);
         self
+    }
+
+    /// Sets where `notifications/elicitation/complete` goes (an HTTP session's next stream).
+    pub fn set_sink(&mut self, sink: Sink) {
+        self.sink = Some(sink);
+    }
+
+    /// Writes a message the client did not ask for (logged like every other).
+    pub fn push(&mut self, msg: &Value) {
+        let _ = self.send(msg.clone());
     }
 
     /// Writes one message to the client, logging it first.

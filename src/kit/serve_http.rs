@@ -301,6 +301,15 @@ struct Reply {
     fields: Vec<(&'static str, String)>,
     media: Option<&'static str>,
     body: Vec<u8>,
+    /// A legacy request answered by a server request first: the stream stays open until the
+    /// request's own reply (written once the client POSTs its answer), or the deadline.
+    held: Option<Held>,
+}
+
+/// What a held event stream waits for: the reply with `id`, from the session's server.
+struct Held {
+    id: Value,
+    serve: Option<Arc<Mutex<Serve<Vec<u8>>>>>,
 }
 
 impl Reply {
@@ -310,6 +319,7 @@ impl Reply {
             fields: Vec::new(),
             media: Some("application/json"),
             body: error_body(code, message),
+            held: None,
         }
     }
     fn empty(status: u16) -> Reply {
@@ -318,6 +328,7 @@ impl Reply {
             fields: Vec::new(),
             media: None,
             body: Vec::new(),
+            held: None,
         }
     }
 }
@@ -332,6 +343,11 @@ fn connection(shared: &Shared, mut stream: TcpStream) {
         Err(ReadError::Gone) => return,
     };
     let fields: Vec<(&str, &str)> = reply.fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    if let Some(held) = &reply.held {
+        hold(&mut stream, &fields, &reply.body, held);
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+        return;
+    }
     let _ = respond(&mut stream, reply.status, &fields, reply.media, &reply.body);
     if unread {
         // Closing with the rest of the request unread would reset the connection and could
@@ -478,8 +494,14 @@ fn post(shared: &Shared, req: &Request) -> Reply {
                 }
             }
         };
-        let mut serve = serve.lock().unwrap_or_else(|p| p.into_inner());
-        return exchange(&mut serve, &req.body, id.as_ref(), is_request, Vec::new());
+        let mut reply = {
+            let mut serve = serve.lock().unwrap_or_else(|p| p.into_inner());
+            exchange(&mut serve, &req.body, id.as_ref(), is_request, Vec::new())
+        };
+        if let Some(held) = reply.held.as_mut() {
+            held.serve = Some(serve);
+        }
+        return reply;
     }
     if method == Some("initialize") {
         return initialize(shared, &req.body);
@@ -529,7 +551,21 @@ fn post(shared: &Shared, req: &Request) -> Reply {
         }
     }
     let mut serve = shared.modern.lock().unwrap_or_else(|p| p.into_inner());
-    exchange(&mut serve, &req.body, id.as_ref(), is_request, Vec::new())
+    unheld(exchange(
+        &mut serve,
+        &req.body,
+        id.as_ref(),
+        is_request,
+        Vec::new(),
+    ))
+}
+
+/// Outside a legacy session no stream can be held (the modern era asks with `input_required`).
+fn unheld(reply: Reply) -> Reply {
+    match reply.held {
+        Some(_) => Reply::error(500, -32603, "the server wrote no reply"),
+        None => reply,
+    }
 }
 
 /// Opens a session for an initialize request.
@@ -538,7 +574,15 @@ fn initialize(shared: &Shared, body: &[u8]) -> Reply {
         Ok(l) => l,
         Err(e) => return Reply::error(503, -32603, &format!("cannot open the log: {e}")),
     };
-    let mut serve = Serve::new(log, Vec::new());
+    let serve = Arc::new(Mutex::new(Serve::new(log, Vec::new())));
+    // A URL elicitation's completion goes out on the session's next stream.
+    let weak = Arc::downgrade(&serve);
+    let sink: super::url_page::Sink = Arc::new(move |msg: &Value| {
+        if let Some(s) = weak.upgrade() {
+            s.lock().unwrap_or_else(|p| p.into_inner()).push(msg);
+        }
+    });
+    serve.lock().unwrap_or_else(|p| p.into_inner()).set_sink(sink);
     let id = serde_json::from_slice::<Value>(body)
         .ok()
         .and_then(|m| m.get("id").cloned());
@@ -546,13 +590,13 @@ fn initialize(shared: &Shared, body: &[u8]) -> Reply {
         Ok(s) => s,
         Err(e) => return Reply::error(503, -32603, &format!("no randomness for a session id: {e}")),
     };
-    let reply = exchange(
-        &mut serve,
+    let reply = unheld(exchange(
+        &mut serve.lock().unwrap_or_else(|p| p.into_inner()),
         body,
         id.as_ref(),
         true,
         vec![("Mcp-Session-Id", sid.clone())],
-    );
+    ));
     if reply.status == 200 {
         let mut sessions = shared.sessions.lock().unwrap_or_else(|p| p.into_inner());
         if sessions.len() >= MAX_SESSIONS
@@ -567,7 +611,7 @@ fn initialize(shared: &Shared, body: &[u8]) -> Reply {
         sessions.insert(
             sid,
             Session {
-                serve: Arc::new(Mutex::new(serve)),
+                serve,
                 last_used: now,
             },
         );
@@ -599,12 +643,14 @@ fn exchange(
     if serve.on_line(&line).is_err() {
         return Reply::error(503, -32603, "the server could not write its reply");
     }
-    let out = serve.drain();
     if !is_request {
+        // What a notification or a response made the server write (the reply to a call held
+        // open, a completion) stays queued for the stream that waits, or the next reply.
         let mut r = Reply::empty(202);
         r.fields = fields;
         return r;
     }
+    let out = serve.drain();
     let mut reply = None;
     let mut others = Vec::new();
     for l in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
@@ -618,6 +664,24 @@ fn exchange(
         }
     }
     let Some(reply) = reply else {
+        let asks = others.iter().any(|l| {
+            serde_json::from_slice::<Value>(l)
+                .ok()
+                .is_some_and(|m| m.get("method").is_some() && m.get("id").is_some())
+        });
+        if let (true, Some(id)) = (asks, id) {
+            // A server request (legacy flows): the stream stays open for the reply.
+            return Reply {
+                status: 200,
+                fields,
+                media: Some("text/event-stream"),
+                body: events(&others),
+                held: Some(Held {
+                    id: id.clone(),
+                    serve: None,
+                }),
+            };
+        }
         return Reply::error(500, -32603, "the server wrote no reply");
     };
     if others.is_empty() {
@@ -626,19 +690,80 @@ fn exchange(
             fields,
             media: Some("application/json"),
             body: reply,
+            held: None,
         };
     }
-    let mut sse = Vec::new();
-    for m in others.iter().chain(std::iter::once(&reply)) {
-        sse.extend_from_slice(b"event: message\ndata: ");
-        sse.extend_from_slice(m);
-        sse.extend_from_slice(b"\n\n");
-    }
+    others.push(reply);
     Reply {
         status: 200,
         fields,
         media: Some("text/event-stream"),
-        body: sse,
+        body: events(&others),
+        held: None,
+    }
+}
+
+/// Server-sent events, one per message.
+fn events(messages: &[Vec<u8>]) -> Vec<u8> {
+    let mut sse = Vec::new();
+    for m in messages {
+        sse.extend_from_slice(b"event: message\ndata: ");
+        sse.extend_from_slice(m);
+        sse.extend_from_slice(b"\n\n");
+    }
+    sse
+}
+
+/// How often a held stream looks for the session's new messages, and for how long at most.
+const HOLD_POLL: Duration = Duration::from_millis(10);
+const HOLD_DEADLINE: Duration = Duration::from_secs(60);
+
+/// Writes a held event stream: the first events, then every message the session's server
+/// writes, until the reply to the held request (or the deadline, or the client leaves).
+fn hold(stream: &mut TcpStream, fields: &[(&str, &str)], first: &[u8], held: &Held) {
+    let Some(serve) = &held.serve else {
+        return;
+    };
+    let mut head =
+        String::from("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n");
+    for (n, v) in fields {
+        head.push_str(&format!("{n}: {v}\r\n"));
+    }
+    head.push_str("Connection: close\r\n\r\n");
+    if stream
+        .write_all(head.as_bytes())
+        .and_then(|()| stream.write_all(first))
+        .is_err()
+    {
+        return;
+    }
+    let until = Instant::now() + HOLD_DEADLINE;
+    while Instant::now() < until {
+        std::thread::sleep(HOLD_POLL);
+        let out = serve.lock().unwrap_or_else(|p| p.into_inner()).drain();
+        let lines: Vec<Vec<u8>> = out
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect();
+        if lines.is_empty() {
+            continue;
+        }
+        if stream
+            .write_all(&events(&lines))
+            .and_then(|()| stream.flush())
+            .is_err()
+        {
+            return;
+        }
+        let done = lines.iter().any(|l| {
+            serde_json::from_slice::<Value>(l)
+                .ok()
+                .is_some_and(|m| m.get("method").is_none() && m.get("id") == Some(&held.id))
+        });
+        if done {
+            return;
+        }
     }
 }
 
