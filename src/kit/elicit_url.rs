@@ -497,3 +497,39 @@ impl Judge<'_> {
         self.report(f, verdict, meaning)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mode_sent_to_test_a_client_is_the_one_it_left_out() {
+        let modes = |c: Value| ElicitModes::of(&c);
+        // An empty capability is form mode only (2025-11-25).
+        assert_eq!(undeclared_mode(modes(json!({}))), Some("url"));
+        assert_eq!(undeclared_mode(modes(json!({"form": {}}))), Some("url"));
+        assert_eq!(undeclared_mode(modes(json!({"url": {}}))), Some("form"));
+        assert_eq!(undeclared_mode(modes(json!({"form": {}, "url": {}}))), None);
+    }
+
+    #[test]
+    fn a_url_answer_is_consent_without_content() {
+        assert!(check_url_answer(&json!({"action": "accept"})).is_ok());
+        assert!(check_url_answer(&json!({"action": "cancel"})).is_ok());
+        assert!(check_url_answer(&json!({"action": "accept", "content": {"k": 1}})).is_err());
+        assert!(check_url_answer(&json!({"action": "maybe"})).is_err());
+        assert!(check_url_answer(&json!({})).is_err());
+    }
+
+    #[test]
+    fn a_result_to_an_undeclared_mode_says_what_the_client_did() {
+        assert_eq!(
+            accepted_undeclared(&json!({"action": "accept"})),
+            "accepted a mode it never declared"
+        );
+        assert!(accepted_undeclared(&json!({"action": "decline"})).contains("instead of refusing"));
+        let (text, bad) = undeclared_outcome(None, Some(&json!({"code": -32602, "message": "no"})));
+        assert!(!bad && text.contains("refused with error -32602"), "{text}");
+        assert!(undeclared_outcome(Some(&json!({"action": "accept"})), None).1);
+    }
+}

@@ -165,3 +165,26 @@ pub fn extend(e: &[Entry], ask: usize, modern: bool, mut report: FlowReport) -> 
     }
     report
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_difference_of_two_roots_answers_names_what_was_added_and_removed() {
+        let roots = |u: &[&str]| json!({"roots": u.iter().map(|u| json!({"uri": u})).collect::<Vec<_>>()});
+        assert_eq!(
+            diff(&roots(&["file:///a"]), &roots(&["file:///a"])),
+            "nothing changed (the same 1 root(s))"
+        );
+        assert_eq!(
+            diff(&roots(&["file:///a"]), &roots(&["file:///a", "file:///b"])),
+            "added `file:///b`"
+        );
+        assert_eq!(
+            diff(&roots(&["file:///a", "file:///b"]), &roots(&["file:///c"])),
+            "added `file:///c`; removed `file:///a`, `file:///b`"
+        );
+    }
+}
