@@ -556,7 +556,7 @@ fn analyze_record_appends_a_signed_client_block_that_verifies() {
     assert_eq!(block["verdict"], "does not react");
     assert_eq!(
         block["log"]["session"],
-        json!({"index": 1, "of": 1, "first_line": 1, "last_line": 14})
+        json!({"index": 1, "of": 1, "first_line": 1, "last_line": 14, "era": "legacy"})
     );
     assert_eq!(block["domains"][0]["domain"], "tools");
     assert_eq!(block["domains"][0]["question"], 8);
@@ -1433,11 +1433,8 @@ fn record_signs_the_flows_with_their_verdicts_answers_and_era() {
         "witness_ask_roots",
         json!({"result": {"roots": [{"uri": "https://example.com/repo", "name": "remote"}]}}),
     );
-    c.ask_and_answer(
-        "witness_ask_sampling",
-        json!({"result": {"role": "assistant", "content": {"type": "text", "text": "w"},
-            "model": "m", "stopReason": "endTurn"}}),
-    );
+    // Declared only `roots`: serve does not ask for sampling.
+    c.call("witness_ask_sampling");
     c.finish();
     let evidence = dir.join("clients.jsonl");
     let record = |domain: &str| {
@@ -1454,8 +1451,8 @@ fn record_signs_the_flows_with_their_verdicts_answers_and_era() {
             ],
         )
     };
-    let sampling = record("sampling");
-    assert_eq!(sampling.code, 0, "{}{}", sampling.stdout, sampling.stderr);
+    let roots = record("roots");
+    assert_eq!(roots.code, 1, "{}{}", roots.stdout, roots.stderr);
     let all = record("all");
     assert_eq!(all.code, 1, "roots is not handled: {}{}", all.stdout, all.stderr);
     let blocks: Vec<Value> = std::fs::read_to_string(&evidence)
@@ -1464,10 +1461,10 @@ fn record_signs_the_flows_with_their_verdicts_answers_and_era() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(blocks.len(), 2);
-    // A flow alone: only sampling, handled.
-    assert_eq!(blocks[0]["verdict"], "handled");
+    // A flow alone: only roots, not handled.
+    assert_eq!(blocks[0]["verdict"], "not handled");
     assert_eq!(blocks[0]["domains"].as_array().unwrap().len(), 1);
-    assert_eq!(blocks[0]["domains"][0]["domain"], "sampling");
+    assert_eq!(blocks[0]["domains"][0]["domain"], "roots");
     assert_eq!(blocks[0]["log"]["session"]["era"], "legacy");
     // Everything: the three list domains, then every flow, in the kit's order.
     let b = &blocks[1];
@@ -1503,7 +1500,7 @@ fn record_signs_the_flows_with_their_verdicts_answers_and_era() {
         "{b}"
     );
     assert!(domain("roots")["answers"][4]["evidence_line"].as_u64().is_some());
-    assert_eq!(domain("sampling")["verdict"], "handled");
+    assert_eq!(domain("sampling")["verdict"], "not declared");
     assert_eq!(domain("progress")["verdict"], "not exercised");
     // The list domains stopped before the mutation (incomplete); the failed flow decides.
     assert_eq!(domain("tools")["verdict"], "incomplete");
