@@ -1,5 +1,7 @@
-// The official TypeScript SDK client (`@modelcontextprotocol/sdk`) through the client kit's
-// flows against a real `mcp-witness serve`, as an SDK user wires them: request handlers for
+// The official TypeScript SDK client (`@modelcontextprotocol/sdk`) through every domain of the
+// client kit in one session against a real `mcp-witness serve`: first the list_changed cycle
+// (cycle-steps.mjs, through the SDK's own `listChanged` option), then the flows, as an SDK
+// user wires them: request handlers for
 // roots, sampling and elicitation; `setLoggingLevel` and a logging notification handler;
 // `complete`; `subscribeResource` with a resources/updated handler that re-reads; and a
 // tool call with `onprogress` cancelled through an AbortSignal. The SDK's own behaviour is
@@ -19,6 +21,7 @@
 import path from "node:path";
 import fs from "node:fs";
 import { pathToFileURL } from "node:url";
+import * as steps from "./cycle-steps.mjs";
 
 const sdkDir = process.env.MCP_WITNESS_SDK_DIR;
 const bin = process.argv[2];
@@ -58,6 +61,8 @@ const signal = () => {
 const within = (p, ms = waitMs) =>
   Promise.race([p.then(() => true), new Promise((r) => setTimeout(() => r(false), ms))]);
 
+const DOMAINS = steps.domains(types);
+const { delivered, deliver } = steps.waiters(Object.keys(DOMAINS));
 const client = new Client(
   { name: "typescript-sdk-flows", version: sdkVersion },
   {
@@ -66,6 +71,7 @@ const client = new Client(
       sampling: {},
       elicitation: { form: {}, url: {} },
     },
+    listChanged: steps.listChangedOption(Object.keys(DOMAINS), deliver),
   },
 );
 
@@ -123,6 +129,7 @@ try {
   await client.connect(transport);
   summary.protocol_version = transport._protocolVersion ?? null;
   summary.server_capabilities = client.getServerCapabilities();
+  summary.domains = await steps.runCycle(client, DOMAINS, delivered, waitMs);
   const tools = (await client.listTools()).tools.map((t) => t.name);
 
   // Roots, sampling, elicitation (every mode serve asks): the SDK's request handlers answer.
