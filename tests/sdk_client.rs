@@ -412,3 +412,58 @@ fn python_sdk_client_handles_every_domain_in_the_modern_era() {
         "{markdown}"
     );
 }
+
+/// The committed client evidence (tests/setup/record-client-evidence): every block verifies
+/// against the pinned evidence/clients.pub, each names a serve log committed next to it whose
+/// bytes are the ones it judged, analyze reads the same verdicts from that log today, and the
+/// README's table says what the blocks say.
+#[test]
+fn the_committed_client_evidence_verifies_matches_its_logs_and_the_readme_table() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let file = root.join("evidence/clients/clients.jsonl");
+    let trust = root.join("evidence/clients.pub");
+    let dir = TempDir::new("committed-clients");
+    let run = witness(
+        &dir,
+        &["verify", "--trust", trust.to_str().unwrap(), file.to_str().unwrap()],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let blocks: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(blocks.len() >= 3, "TypeScript legacy, Python legacy and modern");
+    for block in &blocks {
+        let name = Path::new(block["log"]["path"].as_str().unwrap())
+            .file_name()
+            .unwrap()
+            .to_owned();
+        let log = root.join("evidence/clients").join(&name);
+        use sha2::Digest;
+        let bytes = std::fs::read(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+        assert_eq!(
+            block["log"]["sha256"],
+            mcp_witness::hex::encode(&sha2::Sha256::digest(&bytes)).as_str(),
+            "{}",
+            log.display()
+        );
+        let again = witness(&dir, &["analyze", log.to_str().unwrap()]);
+        for (domain, verdict) in verdicts(block) {
+            assert!(
+                verdict_line(&again.stdout, &domain).starts_with(&format!("**Verdict: {verdict}**")),
+                "{}: {domain}",
+                log.display()
+            );
+        }
+        let row = format!(
+            "| {} {} | {} | {} |",
+            block["client"]["name"].as_str().unwrap(),
+            block["client"]["version"].as_str().unwrap(),
+            block["log"]["session"]["era"].as_str().unwrap(),
+            verdicts(block).iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join(" | ")
+        );
+        assert!(readme.contains(&row), "README.md lacks the row {row}");
+    }
+}
