@@ -1489,7 +1489,14 @@ fn record_signs_the_flows_with_their_verdicts_answers_and_era() {
             "progress"
         ]
     );
-    let domain = |n: &str| b["domains"].as_array().unwrap().iter().find(|d| d["domain"] == n).unwrap();
+    let domain = |n: &str| {
+        b["domains"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["domain"] == n)
+            .unwrap()
+    };
     assert_eq!(domain("roots")["verdict"], "not handled");
     assert_eq!(domain("roots")["question"], 5);
     assert!(

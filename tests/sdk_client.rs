@@ -206,11 +206,14 @@ fn record_every_domain(dir: &TempDir, log: &Path) -> (i32, Value, String) {
     );
     let text = std::fs::read_to_string(&evidence).unwrap_or_default();
     let blocks: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(blocks.len(), 1, "one session, one block: {}{}", run.stdout, run.stderr);
-    let verify = witness(
-        dir,
-        &["verify", "--trust", &public, evidence.to_str().unwrap()],
+    assert_eq!(
+        blocks.len(),
+        1,
+        "one session, one block: {}{}",
+        run.stdout,
+        run.stderr
     );
+    let verify = witness(dir, &["verify", "--trust", &public, evidence.to_str().unwrap()]);
     assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
     (run.code, blocks[0].clone(), run.stdout)
 }
@@ -290,11 +293,27 @@ fn typescript_sdk_client_handles_every_domain_in_the_legacy_era_and_knows_no_mod
     assert_eq!(verdicts(&block), all("handled"), "{markdown}");
     assert_eq!(block["verdict"], "reacts to list_changed");
     for (domain, question, answer) in [
-        ("roots", "Did the client declare `roots`?", "yes, `roots` with listChanged true"),
+        (
+            "roots",
+            "Did the client declare `roots`?",
+            "yes, `roots` with listChanged true",
+        ),
         ("roots", "`notifications/roots/list_changed`?", "| yes |"),
-        ("elicitation", "Did the client declare `elicitation`?", "modes declared: form, url"),
-        ("logging", "Did the client set a log level", "`logging/setLevel` `debug`"),
-        ("subscriptions", "subscribe to `probe://counter`", "`resources/subscribe`"),
+        (
+            "elicitation",
+            "Did the client declare `elicitation`?",
+            "modes declared: form, url",
+        ),
+        (
+            "logging",
+            "Did the client set a log level",
+            "`logging/setLevel` `debug`",
+        ),
+        (
+            "subscriptions",
+            "subscribe to `probe://counter`",
+            "`resources/subscribe`",
+        ),
         ("subscriptions", "Did the client unsubscribe", "| yes |"),
         ("progress", "unique among the open requests?", "yes, unique"),
         ("progress", "with the call's `requestId`", "| yes, "),
@@ -425,7 +444,12 @@ fn the_committed_client_evidence_verifies_matches_its_logs_and_the_readme_table(
     let dir = TempDir::new("committed-clients");
     let run = witness(
         &dir,
-        &["verify", "--trust", trust.to_str().unwrap(), file.to_str().unwrap()],
+        &[
+            "verify",
+            "--trust",
+            trust.to_str().unwrap(),
+            file.to_str().unwrap(),
+        ],
     );
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
@@ -462,7 +486,11 @@ fn the_committed_client_evidence_verifies_matches_its_logs_and_the_readme_table(
             block["client"]["name"].as_str().unwrap(),
             block["client"]["version"].as_str().unwrap(),
             block["log"]["session"]["era"].as_str().unwrap(),
-            verdicts(block).iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>().join(" | ")
+            verdicts(block)
+                .iter()
+                .map(|(_, v)| v.as_str())
+                .collect::<Vec<_>>()
+                .join(" | ")
         );
         assert!(readme.contains(&row), "README.md lacks the row {row}");
     }

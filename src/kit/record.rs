@@ -24,7 +24,14 @@ pub fn block_body(a: &Analysis, log_path: &str, log: &super::analyze::Log) -> Ma
             }
             Verdict::Incomplete { missing } => (None, Some(missing.clone())),
         };
-        judged(d.domain.name(), d.verdict.word(), question, why, &d.meaning, &d.rows)
+        judged(
+            d.domain.name(),
+            d.verdict.word(),
+            question,
+            why,
+            &d.meaning,
+            &d.rows,
+        )
     });
     let flows = a.flows.iter().map(|f| {
         let (question, why) = match &f.verdict {
@@ -32,7 +39,14 @@ pub fn block_body(a: &Analysis, log_path: &str, log: &super::analyze::Log) -> Ma
             FlowVerdict::Incomplete { missing } => (None, Some(missing.clone())),
             FlowVerdict::Handled | FlowVerdict::NotDeclared | FlowVerdict::NotExercised => (None, None),
         };
-        judged(f.flow.name(), f.verdict.word(), question, why, &f.meaning, &f.rows)
+        judged(
+            f.flow.name(),
+            f.verdict.word(),
+            question,
+            why,
+            &f.meaning,
+            &f.rows,
+        )
     });
     let domains: Vec<Value> = lists.chain(flows).collect();
     // What a client or its log chose may hold a credential: masked like any server text.

@@ -242,18 +242,31 @@ mod tests {
         let why = || String::from("w");
         let list = [
             Verdict::Reacts,
-            Verdict::DoesNotReact { question: 1, why: why() },
-            Verdict::ServerFault { question: 1, why: why() },
+            Verdict::DoesNotReact {
+                question: 1,
+                why: why(),
+            },
+            Verdict::ServerFault {
+                question: 1,
+                why: why(),
+            },
             Verdict::Incomplete { missing: why() },
         ];
         let flows = [
             FlowVerdict::Handled,
-            FlowVerdict::NotHandled { question: 1, why: why() },
+            FlowVerdict::NotHandled {
+                question: 1,
+                why: why(),
+            },
             FlowVerdict::NotDeclared,
             FlowVerdict::NotExercised,
             FlowVerdict::Incomplete { missing: why() },
         ];
-        for w in list.iter().map(Verdict::word).chain(flows.iter().map(FlowVerdict::word)) {
+        for w in list
+            .iter()
+            .map(Verdict::word)
+            .chain(flows.iter().map(FlowVerdict::word))
+        {
             assert!(words.contains(&w), "{w}");
         }
     }
