@@ -357,8 +357,9 @@ fn run_python_flows(dir: &TempDir, log: &Path, era: &str) -> Value {
 /// The official Python SDK client (`mcp` 2.3.0, in the reference venv) through every domain
 /// in one session per era (tests/sdk-client/flows.py). Legacy (`mode="legacy"`): the
 /// notifications reach its message handler, it re-lists; it answers roots, sampling and
-/// elicitation through its callbacks, sets a log level, completes, subscribes with
-/// `resources/subscribe`, and a cancelled task scope sends `notifications/cancelled`.
+/// elicitation through its callbacks (and sends `notifications/roots/list_changed` when told
+/// its roots changed), sets a log level, completes, subscribes with `resources/subscribe`, and
+/// a cancelled task scope sends `notifications/cancelled`.
 #[test]
 fn python_sdk_client_handles_every_domain_in_the_legacy_era() {
     let dir = TempDir::new("python-legacy");
@@ -392,6 +393,10 @@ fn python_sdk_client_handles_every_domain_in_the_legacy_era() {
     assert!(
         row(&markdown, "subscriptions", "subscribe to").contains("`resources/subscribe`"),
         "{markdown}"
+    );
+    assert!(
+        row(&markdown, "roots", "`notifications/roots/list_changed`?").contains("| yes |"),
+        "send_roots_list_changed() sends it: {markdown}"
     );
 }
 

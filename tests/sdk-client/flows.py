@@ -1,6 +1,7 @@
 """The official Python SDK client (`mcp`, pinned in the reference venv) through every domain of
 the client kit in one session against a real `mcp-witness serve`, in either era: the
-list_changed cycle (tools, resources, prompts), then roots, sampling, elicitation (form),
+list_changed cycle (tools, resources, prompts), then every `witness_ask_*` question serve lists
+(roots, sampling, elicitation in each mode serve asks; legacy: then a roots change),
 logging, completion, subscriptions and progress, wired as an SDK user wires them (`mcp.Client`
 with its callbacks). What the SDK does is what the log shows: nothing here papers over it;
 `mcp-witness analyze` judges the log.
@@ -42,8 +43,12 @@ async def main(witness: str, log: str, era: str) -> None:
     notified: dict = {d: anyio.Event() for d in DOMAINS}
     updated = anyio.Event()
 
+    roots = [types.Root(uri="file:///tmp/python-sdk-root", name="py root")]
+    roots_asked = []
+
     async def list_roots(context):
-        return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/python-sdk-root", name="py root")])
+        roots_asked.append(len(roots))
+        return types.ListRootsResult(roots=roots)
 
     async def sampling(context, params):
         return types.CreateMessageResult(
@@ -54,6 +59,10 @@ async def main(witness: str, log: str, era: str) -> None:
         )
 
     async def elicitation(context, params):
+        mode = getattr(params, "mode", None) or "form"
+        summary.setdefault("elicitation_modes", []).append(mode)
+        if mode == "url":
+            return types.ElicitResult(action="accept")
         return types.ElicitResult(action="accept", content={"name": "python", "count": 2})
 
     async def logging(params):
@@ -134,8 +143,16 @@ async def main(witness: str, log: str, era: str) -> None:
             await step(f"{d}.beta", use(d, client, beta))
             summary["domains"][d] = r
 
-        for tool in ["witness_ask_roots", "witness_ask_sampling", "witness_ask_elicitation"]:
+        # Every question serve asks (roots, sampling, elicitation in each mode it knows).
+        asks = [t.name for t in (await client.list_tools()).tools if t.name.startswith("witness_ask_")]
+        for tool in asks:
             await step(tool, client.call_tool(tool, {}))
+        if era == "legacy":
+            # The roots change: the SDK sends notifications/roots/list_changed; a server may ask again.
+            roots.append(types.Root(uri="file:///tmp/python-sdk-root-2", name="py root 2"))
+            await step("send_roots_list_changed", client.send_roots_list_changed())
+            await anyio.sleep(0.5)
+        summary["roots_asked"] = roots_asked
         if era == "legacy":
             await step("setLevel", client.set_logging_level("debug"))
         await step("witness_log_all_levels", client.call_tool("witness_log_all_levels", {}))
