@@ -440,7 +440,12 @@ mod tests {
         for v in ["reacts to list_changed", "handled", "compliant"] {
             assert_eq!(good(v), Some(true), "{v}");
         }
-        for v in ["does not react", "not handled", "server at fault", "not compliant"] {
+        for v in [
+            "does not react",
+            "not handled",
+            "server at fault",
+            "not compliant",
+        ] {
             assert_eq!(good(v), Some(false), "{v}");
         }
         assert_eq!(good("incomplete"), None);
