@@ -438,7 +438,7 @@ fn python_sdk_client_handles_every_domain_in_the_modern_era() {
 }
 
 /// The committed client evidence (tests/setup/record-client-evidence): every block verifies
-/// against the pinned evidence/clients.pub, each names a serve log committed next to it whose
+/// against the pinned evidence/clients.pub (by verify and by tests/reverify.py), each names a serve log committed next to it whose
 /// bytes are the ones it judged, analyze reads the same verdicts from that log today, and the
 /// README's table says what the blocks say.
 #[test]
@@ -457,6 +457,27 @@ fn the_committed_client_evidence_verifies_matches_its_logs_and_the_readme_table(
         ],
     );
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    // And from outside: the independent re-verifier, with the schema, line by line.
+    let again = Command::new(verifier_python())
+        .arg(root.join("tests/reverify.py"))
+        .args([
+            "--trust",
+            trust.to_str().unwrap(),
+            "--each",
+            file.to_str().unwrap(),
+        ])
+        .output()
+        .expect("the verifier's python runs");
+    let said = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        again.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(
+        !said.contains("FAIL") && said.lines().all(|l| l.ends_with(": ok")),
+        "{said}"
+    );
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let blocks: Vec<Value> = std::fs::read_to_string(&file)
         .unwrap()
