@@ -415,16 +415,22 @@ impl<W: Write> Serve<W> {
             return self.ask_mode(id, f, params, modern, modes);
         }
         if !declared {
-            let why = format!(
-                "the client did not declare the `{}` capability, so this server does not send {}: declare it ({}) to be asked",
-                f.name(),
-                f.method(),
-                if modern {
-                    "in _meta clientCapabilities"
-                } else {
-                    "in initialize"
-                }
-            );
+            let place = if modern {
+                "in _meta clientCapabilities"
+            } else {
+                "in initialize"
+            };
+            let why = match f {
+                Flow::ElicitationUrl => format!(
+                    "the client did not declare URL mode (`elicitation.url`), so this server does not send a URL mode elicitation/create: declare it ({place}) to be asked"
+                ),
+                Flow::UndeclaredMode => "the client declared both elicitation modes, or no elicitation: no mode is left undeclared to test it with".into(),
+                _ => format!(
+                    "the client did not declare the `{}` capability, so this server does not send {}: declare it ({place}) to be asked",
+                    f.name(),
+                    f.method(),
+                ),
+            };
             return self.reply(id, Ok(tool_error(why)), modern);
         }
         if modern {
