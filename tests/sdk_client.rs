@@ -8,7 +8,9 @@
 //! Then every domain in one session per client and era, each session recorded as a signed
 //! client block and its verdicts read back: the TypeScript SDK (tests/sdk-client/flows.mjs,
 //! legacy only: 1.32.2 knows no 2026-07-28) and the official Python SDK client (`mcp` 2.3.0,
-//! pinned in the reference venv; tests/sdk-client/flows.py) in both eras.
+//! pinned in the reference venv; tests/sdk-client/flows.py) in both eras, both opening serve's
+//! loopback page for URL mode elicitation. And the TypeScript SDK declaring form mode only
+//! refuses serve's URL mode request itself (tests/sdk-client/undeclared-mode.mjs).
 
 mod common;
 use common::*;
@@ -573,5 +575,51 @@ fn the_committed_client_evidence_verifies_matches_its_logs_and_the_readme_table(
                 .join(" | ")
         );
         assert!(readme.contains(&row), "README.md lacks the row {row}");
+    }
+}
+
+/// The TypeScript SDK 1.32.2 declaring form mode only (`elicitation: {}`) is sent a URL mode
+/// request by `witness_ask_undeclared_mode` (tests/sdk-client/undeclared-mode.mjs): the SDK
+/// itself refuses it with -32602 before the application's handler sees it, and the session
+/// goes on.
+#[test]
+fn typescript_sdk_refuses_an_elicitation_mode_it_never_declared() {
+    let dir = TempDir::new("sdk-undeclared");
+    let log = dir.join("serve.jsonl");
+    let out = Command::new("node")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk-client/undeclared-mode.mjs"))
+        .arg(WITNESS)
+        .arg(&log)
+        .env("MCP_WITNESS_SDK_DIR", sdk_node_modules())
+        .stdin(Stdio::null())
+        .output()
+        .expect("node runs (is it on PATH?)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(summary["handler_saw"], serde_json::json!([]), "{summary}");
+    assert!(summary["after"]["structuredContent"].is_object(), "{summary}");
+    let run = witness(
+        &dir,
+        &[
+            "analyze",
+            log.to_str().unwrap(),
+            "--domain",
+            "elicitation-undeclared",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    for row in [
+        "| modes declared: form |",
+        "| yes, mode `url` |",
+        "| refused with error -32602 |",
+        "| Did the session go on afterwards (a later request answered)? | yes |",
+        "**Verdict: handled**. refused undeclared mode",
+    ] {
+        assert!(run.stdout.contains(row), "{row}: {}", run.stdout);
     }
 }
