@@ -714,9 +714,10 @@ fn events(messages: &[Vec<u8>]) -> Vec<u8> {
     sse
 }
 
-/// How often a held stream looks for the session's new messages, and for how long at most.
+/// How often a held stream looks for the session's new messages; it lasts at most as long as
+/// any request ([`REQUEST_DEADLINE`]).
 const HOLD_POLL: Duration = Duration::from_millis(10);
-const HOLD_DEADLINE: Duration = Duration::from_secs(60);
+const HOLD_DEADLINE: Duration = REQUEST_DEADLINE;
 
 /// Writes a held event stream: the first events, then every message the session's server
 /// writes, until the reply to the held request (or the deadline, or the client leaves).
