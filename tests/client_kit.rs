@@ -1978,3 +1978,40 @@ fn the_url_page_survives_a_silent_visitor_and_garbage_and_still_completes_the_el
         .count();
     assert_eq!(completions, 1);
 }
+
+#[test]
+fn a_modern_client_that_retries_without_opening_the_url_is_asked_again_three_times_then_told_and_not_handled()
+{
+    let dir = TempDir::new("url-modern-no-open");
+    let log = dir.join("serve.jsonl");
+    let mut c = Client::start(&log);
+    let mut params = modern(
+        json!({"name": "witness_ask_url_elicitation", "arguments": {}}),
+        "2026-07-28",
+    );
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {"url": {}}});
+    let first = c.request("tools/call", params.clone());
+    params["inputResponses"] = json!({"elicitation-url": {"action": "accept"}});
+    params["requestState"] = first["result"]["requestState"].clone();
+    let mut kinds = Vec::new();
+    for _ in 0..4 {
+        let r = c.request("tools/call", params.clone());
+        kinds.push(r["result"]["resultType"].as_str().unwrap().to_string());
+        if r["result"]["resultType"] == "complete" {
+            assert_eq!(r["result"]["isError"], true, "{r}");
+        }
+    }
+    assert_eq!(
+        kinds,
+        ["input_required", "input_required", "input_required", "complete"]
+    );
+    c.finish();
+    let run = analyze(&dir, &log, "elicitation-url");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("(Q6: the client accepted but never opened the URL"),
+        "{}",
+        run.stdout
+    );
+}

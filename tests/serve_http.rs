@@ -435,7 +435,7 @@ fn a_modern_url_elicitation_over_http_completes_when_the_loopback_page_is_visite
         "{url}"
     );
     let state = first["result"]["requestState"].as_str().unwrap().to_string();
-    // Before the visit the accept cannot complete the call.
+    // Before the visit the accept cannot complete the call: serve asks again, the same URL.
     let retry = |id| {
         call(
             id,
@@ -445,7 +445,13 @@ fn a_modern_url_elicitation_over_http_completes_when_the_loopback_page_is_visite
         )
     };
     let (_, _, early) = served.post(None, &retry(2));
-    assert!(early.contains("the page was not visited"), "{early}");
+    let early: Value = serde_json::from_str(&early).unwrap();
+    assert_eq!(early["result"]["resultType"], "input_required", "{early}");
+    assert_eq!(
+        early["result"]["inputRequests"]["elicitation-url"]["params"]["url"],
+        url.as_str()
+    );
+    assert_eq!(early["result"]["requestState"], state.as_str());
     assert_eq!(http_get_status(&url), 200);
     assert_eq!(
         http_get_status(&format!("{url}0")),

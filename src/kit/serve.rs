@@ -161,6 +161,8 @@ struct State {
     /// Slow calls still open: their id and era.
     slow: Vec<(Value, bool)>,
     listens: Vec<Listen>,
+    /// Modern URL elicitations asked again because the page was not visited yet: id, times.
+    url_reasks: Vec<(String, u32)>,
 }
 
 fn index(d: Domain) -> usize {
@@ -494,15 +496,32 @@ impl<W: Write> Serve<W> {
             {
                 let visited = url_page::page(&self.log).ok().and_then(|p| p.visited(eid));
                 match (visited, answer.map(elicit_url::check_url_answer)) {
-                    (None, _) => tool_error("requestState names no open elicitation: call again without it".into()),
+                    (None, _) => {
+                        tool_error("requestState names no open elicitation: call again without it".into())
+                    }
                     (_, None) => tool_error("the retry has no inputResponses for the URL request".into()),
-                    (_, Some(Err(why))) => tool_error(format!("elicitation/create answered, but not validly: {why}")),
-                    (Some(true), Some(Ok(s))) if s.starts_with("accept") => json!({"content": [{"type": "text",
-                        "text": "elicitation/create answered: accept; the page was visited: the URL flow is complete"}]}),
-                    (Some(false), Some(Ok(s))) if s.starts_with("accept") => tool_error(
-                        "elicitation/create answered: accept, but the page was not visited: open the URL, then retry".into(),
-                    ),
-                    (_, Some(Ok(s))) => json!({"content": [{"type": "text", "text": format!("elicitation/create answered: {s}")}]}),
+                    (_, Some(Err(why))) => {
+                        tool_error(format!("elicitation/create answered, but not validly: {why}"))
+                    }
+                    (Some(true), Some(Ok(s))) if s.starts_with("accept") => {
+                        json!({"content": [{"type": "text",
+                        "text": "elicitation/create answered: accept; the page was visited: the URL flow is complete"}]})
+                    }
+                    (Some(false), Some(Ok(s))) if s.starts_with("accept") => {
+                        // Not visited yet: ask again (bounded), as the spec allows.
+                        if self.url_reask(eid) {
+                            let url = url_page::page(&self.log).map(|p| p.url(eid)).unwrap_or_default();
+                            let again =
+                                input_required(f, elicit_url::url_params(None, &url), state.to_string());
+                            return self.reply(id, Ok(again), true);
+                        }
+                        tool_error(format!(
+                            "elicitation/create answered: accept, but the page was not visited after {URL_REASKS} more asks: open the URL, then call again"
+                        ))
+                    }
+                    (_, Some(Ok(s))) => {
+                        json!({"content": [{"type": "text", "text": format!("elicitation/create answered: {s}")}]})
+                    }
                 }
             } else {
                 tool_error("requestState missing or changed: send back the requestState of the input_required result".into())
@@ -545,6 +564,24 @@ impl<W: Write> Serve<W> {
         let qid = Value::from(format!("witness-{}-{}", f.name(), self.state.questions));
         self.state.asked.push((qid.clone(), id, f));
         self.send(json!({"jsonrpc": "2.0", "id": qid, "method": f.method(), "params": request}))
+    }
+
+    /// Counts one more ask of a modern URL elicitation whose page was not visited; whether
+    /// another is allowed.
+    fn url_reask(&mut self, eid: &str) -> bool {
+        let asks = &mut self.state.url_reasks;
+        let at = match asks.iter().position(|(i, _)| i == eid) {
+            Some(at) => at,
+            None => {
+                if asks.len() >= MAX_ASKED {
+                    asks.remove(0);
+                }
+                asks.push((eid.to_string(), 0));
+                asks.len() - 1
+            }
+        };
+        asks[at].1 += 1;
+        asks[at].1 <= URL_REASKS
     }
 
     /// The logging flow: one `notifications/message` per level at or above the client's
@@ -955,6 +992,9 @@ pub const LEVELS: [&str; 8] = [
 ];
 /// The modern per-request log level.
 pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+
+/// How many times a modern URL elicitation is asked again while its page is not visited.
+const URL_REASKS: u32 = 3;
 
 /// Questions of the legacy flows open at once.
 const MAX_ASKED: usize = 16;

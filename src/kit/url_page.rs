@@ -86,7 +86,13 @@ impl Page {
             visited: false,
             sink,
         });
-        Ok((id.clone(), format!("http://{}{PATH}{id}", self.addr)))
+        let url = self.url(&id);
+        Ok((id, url))
+    }
+
+    /// The URL of elicitation `id`'s page.
+    pub fn url(&self, id: &str) -> String {
+        format!("http://{}{PATH}{id}", self.addr)
     }
 
     /// Whether the page of elicitation `id` was visited (`None`: no such elicitation).
