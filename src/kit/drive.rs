@@ -1,14 +1,19 @@
 //! `drive`: the control client. Spawns `mcp-witness serve` with a fresh log per domain and
 //! runs the cycle a correct client runs: list, use alpha, mutate, wait for the notification,
-//! re-list, use beta, try alpha (must fail), status. Then analyses the log.
+//! re-list, use beta, try alpha (must fail), status. Then analyses the log. With
+//! `--through CMD` a bridge stands between drive and serve (`kit::through`), and what crossed
+//! it is judged too (`kit::bridge`).
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::analyze::{self, Analysis};
+use super::bridge::{self, Judgement};
 use super::flow::{Flow, FlowVerdict};
+use super::through::{self, Cmd, Transcript};
 use super::{Domain, NEGATIVE_CONTROL, STATUS_TOOL};
 use crate::mcp::EraChoice;
 use crate::rpc::{Reply, Rpc};
@@ -20,6 +25,9 @@ pub const DRIVER_NAME: &str = "mcp-witness-drive";
 const TIMEOUT: Duration = Duration::from_secs(10);
 /// How long to wait for the list_changed notification after the mutate reply.
 const NOTIFY_WAIT: Duration = Duration::from_secs(2);
+/// Through a bridge: how long drive keeps reading after its last step, so a late message is
+/// seen (and judged delayed) rather than taken for dropped.
+const LATE_WAIT: Duration = Duration::from_millis(500);
 
 /// One step of the cycle and whether its answer was the expected one.
 #[derive(Debug, Clone)]
@@ -39,6 +47,18 @@ pub struct DomainRun {
     pub steps: Vec<Step>,
     /// One analysis per session of the log (drive's own log holds one).
     pub analysis: Option<Vec<Analysis>>,
+    /// With `--through`: the bridge and, once compared, its judgement.
+    pub bridge: Option<Bridged>,
+}
+
+/// The bridge of a `--through` run.
+#[derive(Debug)]
+pub struct Bridged {
+    /// `--through` as given.
+    pub cmd: String,
+    /// The argv it was started with (placeholders filled), shell-quoted.
+    pub started_as: Option<String>,
+    pub judgement: Option<Judgement>,
 }
 
 impl DomainRun {
@@ -50,6 +70,57 @@ impl DomainRun {
                     && a.iter()
                         .all(|s| s.flows.iter().all(|f| f.verdict == FlowVerdict::Handled))
             })
+            && match &self.bridge {
+                None => true,
+                Some(b) => b
+                    .judgement
+                    .as_ref()
+                    .is_some_and(|j| j.verdict() == bridge::Verdict::Forwards),
+            }
+    }
+
+    fn new(name: &'static str, era: Era, log: PathBuf, through: Option<&Cmd>) -> DomainRun {
+        DomainRun {
+            name,
+            era,
+            log,
+            steps: Vec::new(),
+            analysis: None,
+            bridge: through.map(|c| Bridged {
+                cmd: c.text.clone(),
+                started_as: None,
+                judgement: None,
+            }),
+        }
+    }
+
+    /// After the run: ends the connection (and the bridge's process tree), analyses serve's
+    /// log and, through a bridge, judges what crossed it.
+    fn finish(&mut self, mut rpc: Rpc, mut link: Link, domains: &[Domain], flows: &[Flow]) {
+        if link.seen.is_some() {
+            let _ = rpc.wait_reply(&|_| false, LATE_WAIT);
+        }
+        rpc.close(Grace::default());
+        if let Some(b) = &mut self.bridge {
+            b.started_as = link.started_as.take();
+        }
+        let seen = link.close();
+        match analyze::read_log(&self.log) {
+            Ok(l) => {
+                self.analysis = Some(analyze::analyze(&l, domains, flows));
+                if let (Some(b), Some(seen)) = (&mut self.bridge, seen) {
+                    let seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+                    b.judgement = Some(bridge::judge(&l, &seen));
+                }
+            }
+            Err(e) => {
+                self.steps.push(Step {
+                    what: "read the log".into(),
+                    ok: false,
+                    detail: e.to_string(),
+                });
+            }
+        }
     }
 }
 
@@ -301,16 +372,11 @@ fn serve_spec(log: &std::path::Path) -> Result<SpawnSpec, String> {
     })
 }
 
-/// Runs the cycle for one domain against a fresh `serve`, in the given era.
-pub fn drive_domain(d: Domain, era: Era) -> DomainRun {
+/// Runs the cycle for one domain against a fresh `serve`, in the given era, directly or
+/// through a bridge.
+pub fn drive_domain(d: Domain, era: Era, through: Option<&Cmd>) -> DomainRun {
     let log = fresh_log(d.name(), era);
-    let mut run = DomainRun {
-        name: d.name(),
-        era,
-        log: log.clone(),
-        steps: Vec::new(),
-        analysis: None,
-    };
+    let mut run = DomainRun::new(d.name(), era, log.clone(), through);
     let mut step = |what: &str, ok: bool, detail: String| {
         run.steps.push(Step {
             what: what.to_string(),
@@ -326,6 +392,7 @@ pub fn drive_domain(d: Domain, era: Era) -> DomainRun {
             return run;
         }
     };
+    let mut link = Link::new(spec, through);
     let plan = Plan {
         choice: match era {
             Era::Legacy => EraChoice::Legacy,
@@ -335,11 +402,12 @@ pub fn drive_domain(d: Domain, era: Era) -> DomainRun {
         timeout: TIMEOUT,
         client: DRIVER_NAME,
     };
-    let (rpc, hs, outcome) = crate::session::open(&mut Spawner(spec), &plan);
+    let (rpc, hs, outcome) = crate::session::open(&mut link, &plan);
     let Some(rpc) = rpc else {
         let why = outcome.err().map(|e| e.sentence()).unwrap_or_default();
-        step("spawn serve", false, why);
-        return run;
+        step(link.what(), false, why);
+        link.close();
+            return run;
     };
     let mut c = Client {
         rpc,
@@ -354,17 +422,7 @@ pub fn drive_domain(d: Domain, era: Era) -> DomainRun {
             Some(json!({"requestId": id, "reason": "drive done"})),
         );
     }
-    c.rpc.close(Grace::default());
-    match analyze::read_log(&log) {
-        Ok(l) => run.analysis = Some(analyze::analyze(&l, &[d], &[])),
-        Err(e) => {
-            run.steps.push(Step {
-                what: "read the log".into(),
-                ok: false,
-                detail: e.to_string(),
-            });
-        }
-    }
+    run.finish(c.rpc, link, &[d], &[]);
     run
 }
 
@@ -373,10 +431,14 @@ pub fn report(runs: &[DomainRun]) -> String {
     let mut s = String::new();
     for r in runs {
         s.push_str(&format!(
-            "# drive: {} ({} era, log {})\n\n",
+            "# drive: {} ({} era, log {}{})\n\n",
             r.name,
             r.era.as_str(),
-            r.log.display()
+            r.log.display(),
+            match &r.bridge {
+                Some(b) => format!(", through `{}`", crate::inert::inert(&b.cmd)),
+                None => String::new(),
+            }
         ));
         for st in &r.steps {
             s.push_str(&format!(
@@ -391,6 +453,15 @@ pub fn report(runs: &[DomainRun]) -> String {
             s.push_str(&analyze::markdown(a, &r.log.display().to_string()));
             s.push('\n');
         }
+        if let Some(b) = &r.bridge {
+            if let Some(started) = &b.started_as {
+                s.push_str(&format!("bridge started as: {}\n\n", crate::inert::inert(started)));
+            }
+            if let Some(j) = &b.judgement {
+                s.push_str(&bridge::markdown(j, &b.cmd));
+                s.push('\n');
+            }
+        }
         s.push_str(&format!(
             "drive {} ({}): {}\n\n",
             r.name,
@@ -401,14 +472,64 @@ pub fn report(runs: &[DomainRun]) -> String {
     s
 }
 
-/// Starts `mcp-witness serve` for the session engine.
-struct Spawner(SpawnSpec);
+/// How drive reaches serve for one run: it starts `mcp-witness serve` itself, or starts the
+/// bridge (and, for `{url}`, `serve --http`) and keeps a tap on what crosses.
+struct Link<'a> {
+    serve: SpawnSpec,
+    through: Option<&'a Cmd>,
+    helper: Option<Server>,
+    seen: Option<Arc<Mutex<Transcript>>>,
+    started_as: Option<String>,
+}
 
-impl Connector for Spawner {
+impl<'a> Link<'a> {
+    fn new(serve: SpawnSpec, through: Option<&'a Cmd>) -> Link<'a> {
+        Link {
+            serve,
+            through,
+            helper: None,
+            seen: None,
+            started_as: None,
+        }
+    }
+
+    /// The step that failed when no connection could be made.
+    fn what(&self) -> &'static str {
+        if self.through.is_some() {
+            "start the bridge"
+        } else {
+            "spawn serve"
+        }
+    }
+
+    fn open(&mut self) -> Result<Rpc, String> {
+        let Some(cmd) = self.through else {
+            return Server::spawn(&self.serve)
+                .map(|s| Rpc::new(Box::new(s)))
+                .map_err(|e| format!("cannot start {}: {e}", self.serve.program.display()));
+        };
+        if let Some(old) = self.helper.take() {
+            old.teardown(Grace::default());
+        }
+        let started = through::start(cmd, &self.serve)?;
+        self.helper = started.helper;
+        self.seen = Some(started.seen);
+        self.started_as = Some(started.argv.iter().map(|w| through::shell_quote(w)).collect::<Vec<_>>().join(" "));
+        Ok(Rpc::new(Box::new(started.wire)))
+    }
+
+    /// Tears down `serve --http` when the bridge needed one; the tap's transcript.
+    fn close(self) -> Option<Arc<Mutex<Transcript>>> {
+        if let Some(h) = self.helper {
+            h.teardown(Grace::default());
+        }
+        self.seen
+    }
+}
+
+impl Connector for Link<'_> {
     fn connect(&mut self) -> Result<Rpc, String> {
-        Server::spawn(&self.0)
-            .map(|s| Rpc::new(Box::new(s)))
-            .map_err(|e| format!("cannot start {}: {e}", self.0.program.display()))
+        self.open()
     }
 
     fn retire(&mut self, rpc: Rpc) -> String {
@@ -420,15 +541,9 @@ impl Connector for Spawner {
 /// Runs a flow (roots, elicitation) against a fresh `serve`, as a correct client would:
 /// declares the capability, calls the flow's ask tool and answers what serve asks (legacy: a
 /// server request; modern: `input_required`, answered by a retry with `inputResponses`).
-pub fn drive_flow(f: Flow, era: Era) -> DomainRun {
+pub fn drive_flow(f: Flow, era: Era, through: Option<&Cmd>) -> DomainRun {
     let log = fresh_log(f.name(), era);
-    let mut run = DomainRun {
-        name: f.name(),
-        era,
-        log: log.clone(),
-        steps: Vec::new(),
-        analysis: None,
-    };
+    let mut run = DomainRun::new(f.name(), era, log.clone(), through);
     let mut step = |what: &str, ok: bool, detail: String| {
         run.steps.push(Step {
             what: what.to_string(),
@@ -444,14 +559,15 @@ pub fn drive_flow(f: Flow, era: Era) -> DomainRun {
             return run;
         }
     };
-    let server = match Server::spawn(&spec) {
-        Ok(s) => s,
+    let mut link = Link::new(spec, through);
+    let mut rpc = match link.open() {
+        Ok(rpc) => rpc,
         Err(e) => {
-            step("spawn serve", false, e.to_string());
+            step(link.what(), false, e);
+            link.close();
             return run;
         }
     };
-    let mut rpc = Rpc::new(Box::new(server));
     let mut caps = serde_json::Map::new();
     caps.insert(f.name().into(), f.control_capability());
     let caps = Value::Object(caps);
@@ -538,17 +654,7 @@ pub fn drive_flow(f: Flow, era: Era) -> DomainRun {
             }
         }
     }
-    rpc.close(Grace::default());
-    match analyze::read_log(&log) {
-        Ok(l) => run.analysis = Some(analyze::analyze(&l, &[], &[f])),
-        Err(e) => {
-            run.steps.push(Step {
-                what: "read the log".into(),
-                ok: false,
-                detail: e.to_string(),
-            });
-        }
-    }
+    run.finish(rpc, link, &[], &[f]);
     run
 }
 

@@ -4,11 +4,13 @@
 //! the flows of `flow` (roots, elicitation) (`analyze`).
 
 pub mod analyze;
+pub mod bridge;
 pub mod drive;
 pub mod flow;
 pub mod record;
 pub mod serve;
 pub mod serve_http;
+pub mod through;
 
 /// The three list domains the kit exercises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""A tiny stdio-to-stdio MCP proxy for the tests of `drive --through`.
+
+    stdio_proxy.py [--drop METHOD]... [--strip CAPABILITY]... [--rewrite-ids] -- COMMAND...
+
+Starts COMMAND and copies JSON-RPC lines between our stdin/stdout and its stdin/stdout.
+With no options it is faithful. The options make it lossy on purpose:
+
+  --drop METHOD       never pass on a notification named METHOD (either way)
+  --strip CAPABILITY  remove a dotted path (e.g. tools.listChanged) from the capabilities
+                      of the server's initialize result
+  --rewrite-ids       give every request a new id of the proxy's own, as a real
+                      multi-client proxy does, and map the answers back
+"""
+
+import json
+import subprocess
+import sys
+import threading
+
+
+def parse_args(argv):
+    drop, strip, rewrite = set(), [], False
+    i = 0
+    while i < len(argv) and argv[i] != "--":
+        if argv[i] == "--drop":
+            drop.add(argv[i + 1])
+            i += 2
+        elif argv[i] == "--strip":
+            strip.append(argv[i + 1].split("."))
+            i += 2
+        elif argv[i] == "--rewrite-ids":
+            rewrite = True
+            i += 1
+        else:
+            sys.exit(f"stdio_proxy: unknown option {argv[i]}")
+    if i + 1 >= len(argv):
+        sys.exit("stdio_proxy: give the command after --")
+    return drop, strip, rewrite, argv[i + 1 :]
+
+
+DROP, STRIP, REWRITE, COMMAND = parse_args(sys.argv[1:])
+child = subprocess.Popen(COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+lock = threading.Lock()
+# Ids as each side knows them: ours (sent on) -> theirs (as the sender chose it).
+to_server_ids, to_client_ids = {}, {}
+# Which of our request ids was an initialize (its result gets stripped).
+initialize_ids = set()
+counter = [0]
+
+
+def fresh_id():
+    with lock:
+        counter[0] += 1
+        return f"proxy-{counter[0]}"
+
+
+def write(stream, msg):
+    stream.write((json.dumps(msg) + "\n").encode())
+    stream.flush()
+
+
+def strip_capabilities(result):
+    caps = result.get("capabilities")
+    for path in STRIP:
+        node = caps
+        for key in path[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(path[-1], None)
+
+
+def handle(msg, own_ids, their_ids):
+    """One message on its way; own_ids maps ids we gave requests going this way, their_ids
+    those we gave requests coming the other way (whose answers go this way)."""
+    if not isinstance(msg, dict):
+        return msg
+    method, has_id = msg.get("method"), "id" in msg
+    if method is not None and not has_id and method in DROP:
+        return None
+    if method is not None and has_id and REWRITE:
+        new = fresh_id()
+        own_ids[new] = msg["id"]
+        if method == "initialize":
+            initialize_ids.add(new)
+        msg["id"] = new
+    elif method is not None and has_id and method == "initialize":
+        initialize_ids.add(msg["id"])
+    if method is None and has_id:
+        if msg["id"] in initialize_ids and isinstance(msg.get("result"), dict):
+            strip_capabilities(msg["result"])
+        if REWRITE and msg["id"] in their_ids:
+            msg["id"] = their_ids.pop(msg["id"])
+    if REWRITE and method == "notifications/cancelled":
+        params = msg.get("params") or {}
+        for new, old in own_ids.items():
+            if old == params.get("requestId"):
+                params["requestId"] = new
+    return msg
+
+
+def pump(source, sink, own_ids, their_ids):
+    for line in source:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            sink.write(line)
+            sink.flush()
+            continue
+        msg = handle(msg, own_ids, their_ids)
+        if msg is not None:
+            write(sink, msg)
+
+
+def upstream():
+    try:
+        pump(sys.stdin.buffer, child.stdin, to_server_ids, to_client_ids)
+    except BrokenPipeError:
+        pass
+    # Our client hung up: so do we, toward the server.
+    try:
+        child.stdin.close()
+    except BrokenPipeError:
+        pass
+
+
+up = threading.Thread(target=upstream, daemon=True)
+up.start()
+try:
+    pump(child.stdout, sys.stdout.buffer, to_client_ids, to_server_ids)
+except BrokenPipeError:
+    pass
+child.wait()
