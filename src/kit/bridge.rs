@@ -280,8 +280,9 @@ fn comparable(m: &Msg, tr: &Translation) -> Value {
 }
 
 /// Pairs `from` (the sender's) with `to` (the receiver's) messages of the same method:
-/// identical content first, then the rest in order. Returns the pairs (indices) and the
-/// unpaired on each side.
+/// identical content first, then each of the rest with the closest (fewest changes, then
+/// earliest) left: a bridge's own handshake does not take the place of drive's. Returns the
+/// pairs (indices) and the unpaired on each side.
 fn pair(from: &[Msg], to: &[Msg], tr: &Translation) -> (Vec<(usize, usize)>, Vec<usize>, Vec<usize>) {
     let a: Vec<Value> = from.iter().map(|m| comparable(m, tr)).collect();
     let b: Vec<Value> = to.iter().map(|m| comparable(m, tr)).collect();
@@ -297,7 +298,10 @@ fn pair(from: &[Msg], to: &[Msg], tr: &Translation) -> (Vec<(usize, usize)>, Vec
         if paired[i].is_some() {
             continue;
         }
-        if let Some(j) = (0..to.len()).find(|&j| !taken[j] && to[j].method() == m.method()) {
+        let closest = (0..to.len())
+            .filter(|&j| !taken[j] && to[j].method() == m.method())
+            .min_by_key(|&j| (distance(&a[i], &b[j]), j));
+        if let Some(j) = closest {
             taken[j] = true;
             paired[i] = Some(j);
         }
@@ -321,6 +325,13 @@ pub fn changes(a: &Value, b: &Value) -> Vec<String> {
         out.push(format!("and {} more change(s)", count - out.len()));
     }
     out
+}
+
+/// How many changes turn `a` into `b`.
+fn distance(a: &Value, b: &Value) -> usize {
+    let mut count = 0;
+    walk(a, b, &mut String::new(), &mut Vec::new(), &mut count);
+    count
 }
 
 fn shown(v: &Value) -> String {

@@ -59,7 +59,15 @@ pub struct Bridged {
     /// The argv it was started with (placeholders filled), shell-quoted.
     pub started_as: Option<String>,
     pub judgement: Option<Judgement>,
+    /// Sessions in serve's log that held only a handshake (a bridge probing serve before it
+    /// connects for real, as mcp-remote does): left out of the analysis.
+    pub probes: usize,
+    /// Why this run is no fair test of the bridge, when it is not.
+    pub caveat: Option<&'static str>,
 }
+
+/// Over `serve --http` a call's messages leave with its reply, one request per connection.
+const HTTP_CAVEAT: &str = "serve --http sends what a call produces only with the call's reply, so a server request or progress in the middle of a call (roots, elicitation, sampling, progress) cannot reach a {url} bridge: a failure here may be serve --http's, not the bridge's";
 
 impl DomainRun {
     pub fn passed(&self) -> bool {
@@ -90,6 +98,10 @@ impl DomainRun {
                 cmd: c.text.clone(),
                 started_as: None,
                 judgement: None,
+                probes: 0,
+                caveat: (c.reach == through::Reach::Http
+                    && ["roots", "elicitation", "sampling", "progress"].contains(&name))
+                .then_some(HTTP_CAVEAT),
             }),
         }
     }
@@ -107,7 +119,16 @@ impl DomainRun {
         let seen = link.close();
         match analyze::read_log(&self.log) {
             Ok(l) => {
-                self.analysis = Some(analyze::analyze(&l, domains, flows));
+                let mut analysis = analyze::analyze(&l, domains, flows);
+                if let Some(b) = &mut self.bridge {
+                    let before = analysis.len();
+                    let probe = |a: &Analysis| a.session.as_ref().is_some_and(|s| handshake_only(&l, s));
+                    if analysis.iter().any(|a| !probe(a)) {
+                        analysis.retain(|a| !probe(a));
+                    }
+                    b.probes = before - analysis.len();
+                }
+                self.analysis = Some(analysis);
                 if let (Some(b), Some(seen)) = (&mut self.bridge, seen) {
                     let seen = seen.lock().unwrap_or_else(|p| p.into_inner());
                     b.judgement = Some(bridge::judge(&l, &seen));
@@ -426,6 +447,16 @@ pub fn drive_domain(d: Domain, era: Era, through: Option<&Cmd>) -> DomainRun {
     run
 }
 
+/// Whether all the client sent in `session` was a handshake (or pings).
+fn handshake_only(log: &analyze::Log, session: &analyze::Session) -> bool {
+    let handshake = ["initialize", "notifications/initialized", "server/discover", "ping"];
+    log.entries
+        .iter()
+        .filter(|e| (session.first_line..=session.last_line).contains(&e.line) && e.dir == "in")
+        .filter_map(|e| e.msg.as_ref()?.get("method")?.as_str())
+        .all(|m| handshake.contains(&m))
+}
+
 /// The driver's own report: the steps, then the analysis.
 pub fn report(runs: &[DomainRun]) -> String {
     let mut s = String::new();
@@ -456,6 +487,15 @@ pub fn report(runs: &[DomainRun]) -> String {
         if let Some(b) = &r.bridge {
             if let Some(started) = &b.started_as {
                 s.push_str(&format!("bridge started as: {}\n\n", crate::inert::inert(started)));
+            }
+            if let Some(c) = b.caveat {
+                s.push_str(&format!("note: {c}\n\n"));
+            }
+            if b.probes > 0 {
+                s.push_str(&format!(
+                    "({} session(s) of serve's log held only a handshake, the bridge probing serve, and were not analysed)\n\n",
+                    b.probes
+                ));
             }
             if let Some(j) = &b.judgement {
                 s.push_str(&bridge::markdown(j, &b.cmd));

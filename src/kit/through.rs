@@ -468,3 +468,67 @@ fn read_url(helper: &mut Server) -> Result<String, String> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serve() -> Vec<String> {
+        ["/bin/mcp-witness", "serve", "--log", "/tmp/a log.jsonl"]
+            .map(String::from)
+            .to_vec()
+    }
+
+    #[test]
+    fn an_unquoted_serve_placeholder_becomes_the_serve_arguments() {
+        let c = Cmd::parse("python3 proxy.py --drop 'a b' -- {serve}").unwrap();
+        assert_eq!(c.reach, Reach::Stdio);
+        let argv = c.expand(&serve(), "");
+        assert_eq!(
+            argv,
+            ["python3", "proxy.py", "--drop", "a b", "--", "/bin/mcp-witness", "serve", "--log", "/tmp/a log.jsonl"]
+        );
+    }
+
+    #[test]
+    fn a_quoted_or_embedded_serve_placeholder_becomes_one_shell_quoted_argument() {
+        let line = "/bin/mcp-witness serve --log '/tmp/a log.jsonl'";
+        let c = Cmd::parse(r#"supergateway --stdio "{serve}""#).unwrap();
+        assert_eq!(c.expand(&serve(), ""), ["supergateway", "--stdio", line]);
+        let c = Cmd::parse("bridge --command={serve}").unwrap();
+        assert_eq!(c.expand(&serve(), ""), ["bridge".to_string(), format!("--command={line}")]);
+    }
+
+    #[test]
+    fn the_url_placeholder_is_filled_in_any_word() {
+        let c = Cmd::parse("npx mcp-remote {url} --header 'X: {url}'").unwrap();
+        assert_eq!(c.reach, Reach::Http);
+        let url = "http://127.0.0.1:5/mcp";
+        assert_eq!(
+            c.expand(&serve(), url),
+            ["npx", "mcp-remote", url, "--header", "X: http://127.0.0.1:5/mcp"]
+        );
+    }
+
+    #[test]
+    fn a_command_that_cannot_know_where_serve_is_is_refused() {
+        assert_eq!(Cmd::parse("  "), Err(CmdError::Empty));
+        assert_eq!(Cmd::parse("mcp-proxy --port 8080"), Err(CmdError::NoPlaceholder));
+        assert_eq!(Cmd::parse("p {serve} {url}"), Err(CmdError::BothPlaceholders));
+        assert_eq!(Cmd::parse("{serve}"), Err(CmdError::PlaceholderProgram));
+        assert_eq!(Cmd::parse("p '{serve}"), Err(CmdError::Unterminated('\'')));
+        assert_eq!(Cmd::parse(r#"p "{url}"#), Err(CmdError::Unterminated('"')));
+        assert_eq!(Cmd::parse(r"p {url} \"), Err(CmdError::TrailingBackslash));
+        // Braces that are no placeholder are the bridge's own (JSON, templates).
+        assert_eq!(Cmd::parse(r#"p --json '{"a":1}'"#), Err(CmdError::NoPlaceholder));
+    }
+
+    #[test]
+    fn words_split_as_a_posix_shell_splits_them() {
+        let c = Cmd::parse(r#"a\ b "c \"d\" \x" '' e'f'g {url}"#).unwrap();
+        assert_eq!(c.expand(&[], "U"), ["a b", r#"c "d" \x"#, "", "efg", "U"]);
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("/a/b-c.d"), "/a/b-c.d");
+    }
+}
