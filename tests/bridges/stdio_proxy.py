@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A tiny stdio-to-stdio MCP proxy for the tests of `drive --through`.
 
-    stdio_proxy.py [--drop METHOD]... [--strip CAPABILITY]... [--rewrite-ids] -- COMMAND...
+    stdio_proxy.py [--drop METHOD]... [--strip CAPABILITY]... [--rewrite-ids] [--linger] -- COMMAND...
 
 Starts COMMAND and copies JSON-RPC lines between our stdin/stdout and its stdin/stdout.
 With no options it is faithful. The options make it lossy on purpose:
@@ -11,16 +11,19 @@ With no options it is faithful. The options make it lossy on purpose:
                       of the server's initialize result
   --rewrite-ids       give every request a new id of the proxy's own, as a real
                       multi-client proxy does, and map the answers back
+  --linger            a bridge that will not go: ignores SIGTERM and, when its client
+                      hangs up, keeps its server running (only SIGKILL ends them)
 """
 
 import json
+import signal
 import subprocess
 import sys
 import threading
 
 
 def parse_args(argv):
-    drop, strip, rewrite = set(), [], False
+    drop, strip, rewrite, linger = set(), [], False, False
     i = 0
     while i < len(argv) and argv[i] != "--":
         if argv[i] == "--drop":
@@ -32,15 +35,27 @@ def parse_args(argv):
         elif argv[i] == "--rewrite-ids":
             rewrite = True
             i += 1
+        elif argv[i] == "--linger":
+            linger = True
+            i += 1
         else:
             sys.exit(f"stdio_proxy: unknown option {argv[i]}")
     if i + 1 >= len(argv):
         sys.exit("stdio_proxy: give the command after --")
-    return drop, strip, rewrite, argv[i + 1 :]
+    return drop, strip, rewrite, linger, argv[i + 1 :]
 
 
-DROP, STRIP, REWRITE, COMMAND = parse_args(sys.argv[1:])
-child = subprocess.Popen(COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+DROP, STRIP, REWRITE, LINGER, COMMAND = parse_args(sys.argv[1:])
+if LINGER:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+child = subprocess.Popen(
+    COMMAND,
+    stdin=subprocess.PIPE,
+    stdout=subprocess.PIPE,
+    # The server lingers too: it ignores SIGTERM from the start (an ignored signal stays
+    # ignored across exec).
+    preexec_fn=(lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN)) if LINGER else None,
+)
 lock = threading.Lock()
 # Ids as each side knows them: ours (sent on) -> theirs (as the sender chose it).
 to_server_ids, to_client_ids = {}, {}
@@ -117,7 +132,9 @@ def upstream():
         pump(sys.stdin.buffer, child.stdin, to_server_ids, to_client_ids)
     except BrokenPipeError:
         pass
-    # Our client hung up: so do we, toward the server.
+    # Our client hung up: so do we, toward the server (unless we linger).
+    if LINGER:
+        threading.Event().wait()
     try:
         child.stdin.close()
     except BrokenPipeError:
