@@ -1,7 +1,8 @@
 //! `drive --through CMD`: a real bridge process between drive and a real `mcp-witness serve`,
 //! and drive's judgement of what crossed it. The bridges: tests/bridges/stdio_proxy.py
-//! (faithful, or lossy on purpose) and mcp-remote, a real third-party stdio-to-HTTP bridge
-//! installed by tests/setup/install-reference-servers.
+//! (faithful, or lossy on purpose), and two real third-party bridges installed by
+//! tests/setup/install-reference-servers: mcp-remote (stdio to HTTP) and supergateway
+//! (Streamable HTTP to stdio).
 
 mod common;
 use common::*;
@@ -36,7 +37,12 @@ fn verdicts(stdout: &str) -> Vec<String> {
     stdout
         .lines()
         .filter(|l| l.starts_with("### bridge `"))
-        .map(|l| l.rsplit_once("`: ").expect("a verdict after the command").1.to_string())
+        .map(|l| {
+            l.rsplit_once("`: ")
+                .expect("a verdict after the command")
+                .1
+                .to_string()
+        })
         .collect()
 }
 
@@ -57,7 +63,11 @@ const LEGACY_DOMAINS: [&str; 10] = [
 fn a_faithful_proxy_forwards_every_domain_in_both_eras() {
     let dir = TempDir::new("through-faithful");
     let cmd = proxy_cmd("");
-    let run = drive(&dir, &["--domain", "all", "--era", "both", "--through", &cmd], &[]);
+    let run = drive(
+        &dir,
+        &["--domain", "all", "--era", "both", "--through", &cmd],
+        &[],
+    );
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("drive: PASS"), "{}", run.stdout);
     assert_eq!(verdicts(&run.stdout), vec!["forwards"; 20], "{}", run.stdout);
@@ -81,7 +91,11 @@ fn a_faithful_proxy_forwards_every_domain_in_both_eras() {
         "elicitation/create result",
         "sampling/createMessage result",
     ] {
-        assert!(run.stdout.contains(crossed), "{crossed} crossed intact: {}", run.stdout);
+        assert!(
+            run.stdout.contains(crossed),
+            "{crossed} crossed intact: {}",
+            run.stdout
+        );
     }
     assert!(run.stdout.contains("- capabilities: crossed intact both ways"));
     assert!(!run.stdout.contains("[dropped]") && !run.stdout.contains("[altered]"));
@@ -92,11 +106,16 @@ fn a_proxy_that_rewrites_ids_still_forwards_and_the_rewrite_is_named() {
     let dir = TempDir::new("through-ids");
     let cmd = proxy_cmd("--rewrite-ids");
     // progress: its cancel names the call by id, which the proxy must translate.
-    let run = drive(&dir, &["--domain", "progress", "--era", "both", "--through", &cmd], &[]);
+    let run = drive(
+        &dir,
+        &["--domain", "progress", "--era", "both", "--through", &cmd],
+        &[],
+    );
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     assert_eq!(verdicts(&run.stdout), ["forwards", "forwards"]);
     assert!(
-        run.stdout.contains(r#"request id(s) (drive's → serve's: 1 → "proxy-1""#),
+        run.stdout
+            .contains(r#"request id(s) (drive's → serve's: 1 → "proxy-1""#),
         "{}",
         run.stdout
     );
@@ -132,7 +151,10 @@ fn a_lossy_proxy_is_named_for_exactly_what_it_dropped_and_altered() {
         .unwrap_or_else(|| panic!("{}", run.stdout));
     assert!(dropped.contains("serve log line") && dropped.contains("drive never received it"));
     // drive's own steps agree: the notification never came.
-    assert!(run.stdout.contains("- [FAIL] notifications/tools/list_changed arrives once: 0"));
+    assert!(
+        run.stdout
+            .contains("- [FAIL] notifications/tools/list_changed arrives once: 0")
+    );
 }
 
 #[test]
@@ -170,24 +192,38 @@ fn a_command_without_a_placeholder_or_program_is_a_usage_error() {
     let dir = TempDir::new("through-usage");
     let run = drive(&dir, &["--through", "mcp-proxy --port 8080"], &[]);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("no {serve} or {url} placeholder"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no {serve} or {url} placeholder"),
+        "{}",
+        run.stderr
+    );
     let run = drive(&dir, &["--through", "python3 'proxy.py {serve}"], &[]);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("quote is never closed"), "{}", run.stderr);
     let run = drive(&dir, &["--through", "no-such-bridge-xyz {serve}"], &[]);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("`no-such-bridge-xyz` was not found"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("`no-such-bridge-xyz` was not found"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(run.stdout, "", "nothing was driven");
+}
+
+/// A pinned bridge installed by tests/setup/install-reference-servers.
+fn installed_bridge(name: &str) -> PathBuf {
+    let bridge = reference_dir().join("bridges/node_modules/.bin").join(name);
+    assert!(
+        bridge.exists(),
+        "{name} is not installed at {}: run tests/setup/install-reference-servers",
+        bridge.display()
+    );
+    bridge
 }
 
 #[test]
 fn mcp_remote_forwards_the_list_changed_cycle_over_serve_http() {
-    let bridge = reference_dir().join("bridges/node_modules/.bin/mcp-remote");
-    assert!(
-        bridge.exists(),
-        "mcp-remote is not installed at {}: run tests/setup/install-reference-servers",
-        bridge.display()
-    );
+    let bridge = installed_bridge("mcp-remote");
     let dir = TempDir::new("through-mcp-remote");
     let auth = dir.join("mcp-auth");
     let cmd = format!("{} {{url}}", bridge.display());
@@ -205,7 +241,38 @@ fn mcp_remote_forwards_the_list_changed_cycle_over_serve_http() {
         "{}",
         run.stdout
     );
-    assert!(run.stdout.contains("held only a handshake, the bridge probing serve"));
+    assert!(
+        run.stdout
+            .contains("held only a handshake, the bridge probing serve")
+    );
     assert!(run.stdout.contains("notifications/tools/list_changed"));
     assert!(run.stdout.contains("- capabilities: crossed intact both ways"));
+}
+
+#[test]
+fn supergateway_is_named_for_the_notifications_it_drops() {
+    let bridge = installed_bridge("supergateway");
+    let dir = TempDir::new("through-supergateway");
+    let cmd = format!("{} --streamableHttp {{url}} --logLevel none", bridge.display());
+    let run = drive(&dir, &["--domain", "tools", "--through", &cmd], &[]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    // supergateway 4.0.0 passes requests and their answers on (with ids of its own) but
+    // not a notification serve sends in the stream of a call's reply.
+    assert_eq!(
+        verdicts(&run.stdout),
+        ["drops notifications/tools/list_changed (serve → drive)"],
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("- capabilities: crossed intact both ways"));
+    assert!(
+        run.stdout
+            .contains("the bridge rewrote 4 request id(s) (drive's → serve's: 1 → 0"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("- [FAIL] notifications/tools/list_changed arrives once: 0")
+    );
 }

@@ -135,7 +135,10 @@ impl Judgement {
                 list.push(what);
             }
         }
-        let mut parts: Vec<String> = by.into_iter().map(|(verb, w)| format!("{verb} {}", w.join(", "))).collect();
+        let mut parts: Vec<String> = by
+            .into_iter()
+            .map(|(verb, w)| format!("{verb} {}", w.join(", ")))
+            .collect();
         if self.unparsed > 0 {
             parts.push(format!("writes {} non-JSON-RPC line(s) to drive", self.unparsed));
         }
@@ -371,8 +374,16 @@ fn walk(a: &Value, b: &Value, path: &mut String, out: &mut Vec<String>, count: &
         }
         _ if a == b => {}
         _ => {
-            let at = if path.is_empty() { "(the whole message)" } else { path.as_str() };
-            note(out, count, format!("{at} changed from {} to {}", shown(a), shown(b)));
+            let at = if path.is_empty() {
+                "(the whole message)"
+            } else {
+                path.as_str()
+            };
+            note(
+                out,
+                count,
+                format!("{at} changed from {} to {}", shown(a), shown(b)),
+            );
         }
     }
 }
@@ -402,7 +413,11 @@ fn only<'a>(list: &[Msg<'a>], keep: fn(&Msg<'a>) -> bool) -> Vec<Msg<'a>> {
 /// Judges one pair: intact (counted), delayed, relabelled or altered.
 fn judge_pair(j: &mut Judgement, way: Way, what: String, from: &Msg, to: &Msg, tr: &Translation) {
     let ch = changes(&comparable(from, tr), &comparable(to, tr));
-    let starting = from.on_drive && from.ms.zip(j.startup_ms.zip(j.first_ms)).is_some_and(|(m, (s, f))| m < f + s);
+    let starting = from.on_drive
+        && from
+            .ms
+            .zip(j.startup_ms.zip(j.first_ms))
+            .is_some_and(|(m, (s, f))| m < f + s);
     let late = match (from.ms, to.ms) {
         (Some(a), Some(b)) if !starting => (b - a).max(0),
         _ => 0,
@@ -428,7 +443,6 @@ fn judge_pair(j: &mut Judgement, way: Way, what: String, from: &Msg, to: &Msg, t
         evidence,
     });
 }
-
 
 /// Judges one run: drive's transcript against serve's log.
 pub fn judge(log: &Log, seen: &Transcript) -> Judgement {
@@ -500,12 +514,17 @@ pub fn judge(log: &Log, seen: &Transcript) -> Judgement {
         let (dm, sm) = (&client_reqs.0[d], &client_reqs.1[sv]);
         let method = dm.method().unwrap_or("");
         match (answer(so, sm.id()), answer(dg, dm.id())) {
-            (Some(a), Some(b)) => judge_pair(&mut j, Way::ToDrive, label(&so[a], method), &so[a], &dg[b], &tr),
+            (Some(a), Some(b)) => {
+                judge_pair(&mut j, Way::ToDrive, label(&so[a], method), &so[a], &dg[b], &tr)
+            }
             (Some(a), None) => j.findings.push(Finding {
                 fate: Fate::Dropped,
                 way: Way::ToDrive,
                 what: label(&so[a], method),
-                evidence: format!("serve answered ({}); drive never received the answer", so[a].place()),
+                evidence: format!(
+                    "serve answered ({}); drive never received the answer",
+                    so[a].place()
+                ),
             }),
             (None, Some(b)) => j.findings.push(Finding {
                 fate: Fate::AnsweredByBridge,
@@ -524,12 +543,17 @@ pub fn judge(log: &Log, seen: &Transcript) -> Judgement {
         let (sm, dm) = (&server_reqs.0[sv], &server_reqs.1[d]);
         let method = sm.method().unwrap_or("");
         match (answer(ds, dm.id()), answer(si, sm.id())) {
-            (Some(a), Some(b)) => judge_pair(&mut j, Way::ToServe, label(&ds[a], method), &ds[a], &si[b], &tr),
+            (Some(a), Some(b)) => {
+                judge_pair(&mut j, Way::ToServe, label(&ds[a], method), &ds[a], &si[b], &tr)
+            }
             (Some(a), None) => j.findings.push(Finding {
                 fate: Fate::Dropped,
                 way: Way::ToServe,
                 what: label(&ds[a], method),
-                evidence: format!("drive answered ({}); serve never received the answer", ds[a].place()),
+                evidence: format!(
+                    "drive answered ({}); serve never received the answer",
+                    ds[a].place()
+                ),
             }),
             (None, Some(b)) => j.findings.push(Finding {
                 fate: Fate::AnsweredByBridge,
@@ -548,9 +572,16 @@ pub fn judge(log: &Log, seen: &Transcript) -> Judgement {
         let (fate, evidence) = match answer(dg, m.id()) {
             Some(b) => (
                 Fate::AnsweredByBridge,
-                format!("serve never received it ({}); drive got an answer ({})", m.place(), dg[b].place()),
+                format!(
+                    "serve never received it ({}); drive got an answer ({})",
+                    m.place(),
+                    dg[b].place()
+                ),
             ),
-            None => (Fate::Dropped, format!("sent as {}; serve never received it", m.place())),
+            None => (
+                Fate::Dropped,
+                format!("sent as {}; serve never received it", m.place()),
+            ),
         };
         j.findings.push(Finding {
             fate,
@@ -564,9 +595,16 @@ pub fn judge(log: &Log, seen: &Transcript) -> Judgement {
         let (fate, evidence) = match answer(si, m.id()) {
             Some(b) => (
                 Fate::AnsweredByBridge,
-                format!("drive never received it ({}); serve got an answer ({})", m.place(), si[b].place()),
+                format!(
+                    "drive never received it ({}); serve got an answer ({})",
+                    m.place(),
+                    si[b].place()
+                ),
             ),
-            None => (Fate::Dropped, format!("sent as {}; drive never received it", m.place())),
+            None => (
+                Fate::Dropped,
+                format!("sent as {}; drive never received it", m.place()),
+            ),
         };
         j.findings.push(Finding {
             fate,
@@ -576,7 +614,11 @@ pub fn judge(log: &Log, seen: &Transcript) -> Judgement {
         });
     }
     for (list, way) in [(&c_lone_serve, Way::ToServe), (&s_lone_drive, Way::ToDrive)] {
-        let msgs = if way == Way::ToServe { &client_reqs.1 } else { &server_reqs.1 };
+        let msgs = if way == Way::ToServe {
+            &client_reqs.1
+        } else {
+            &server_reqs.1
+        };
         for &i in list {
             let m = &msgs[i];
             j.findings.push(Finding {
@@ -620,15 +662,18 @@ pub fn judge(log: &Log, seen: &Transcript) -> Judgement {
 
     // Capabilities: what the handshake pairs showed.
     let handshake = |w: &str| w.starts_with("initialize") || w.starts_with("server/discover");
-    let seen_handshake = j.intact.keys().any(|k| handshake(k)) || j.findings.iter().any(|f| handshake(&f.what));
+    let seen_handshake =
+        j.intact.keys().any(|k| handshake(k)) || j.findings.iter().any(|f| handshake(&f.what));
     if seen_handshake {
         let caps: Vec<String> = j
             .findings
             .iter()
             .filter_map(|f| match &f.fate {
-                Fate::Altered(ch) => Some(ch.iter().filter(|c| c.contains("apabilities")).map(move |c| {
-                    format!("{} ({}): {c}", f.what, f.way.arrow())
-                })),
+                Fate::Altered(ch) => Some(
+                    ch.iter()
+                        .filter(|c| c.contains("apabilities"))
+                        .map(move |c| format!("{} ({}): {c}", f.what, f.way.arrow())),
+                ),
                 _ => None,
             })
             .flatten()
@@ -649,7 +694,13 @@ pub fn markdown(j: &Judgement, cmd: &str) -> String {
     let intact: Vec<String> = j
         .intact
         .iter()
-        .map(|(k, n)| if *n == 1 { inert(k) } else { format!("{} ×{n}", inert(k)) })
+        .map(|(k, n)| {
+            if *n == 1 {
+                inert(k)
+            } else {
+                format!("{} ×{n}", inert(k))
+            }
+        })
         .collect();
     if let Some(ms) = j.startup_ms {
         s.push_str(&format!(
@@ -660,7 +711,11 @@ pub fn markdown(j: &Judgement, cmd: &str) -> String {
         "- crossed intact ({} message(s), slowest {} ms after the start): {}\n",
         j.intact.values().sum::<usize>(),
         j.slowest_ms,
-        if intact.is_empty() { "nothing".into() } else { intact.join(", ") }
+        if intact.is_empty() {
+            "nothing".into()
+        } else {
+            intact.join(", ")
+        }
     ));
     match &j.capabilities {
         None => s.push_str("- capabilities: no handshake crossed, so none could be compared\n"),
@@ -672,7 +727,11 @@ pub fn markdown(j: &Judgement, cmd: &str) -> String {
         }
     }
     if j.ids_rewritten_count > 0 {
-        let ex: Vec<String> = j.ids_rewritten.iter().map(|(d, v)| format!("{} → {}", inert(d), inert(v))).collect();
+        let ex: Vec<String> = j
+            .ids_rewritten
+            .iter()
+            .map(|(d, v)| format!("{} → {}", inert(d), inert(v)))
+            .collect();
         s.push_str(&format!(
             "- ids: the bridge rewrote {} request id(s) (drive's → serve's: {}); a proxy may rewrite ids to keep them unique among its clients, so this is not held against it\n",
             j.ids_rewritten_count,
@@ -686,7 +745,10 @@ pub fn markdown(j: &Judgement, cmd: &str) -> String {
         ));
     }
     if j.past_keep > 0 {
-        s.push_str(&format!("- {} message(s) past the first kept were not compared\n", j.past_keep));
+        s.push_str(&format!(
+            "- {} message(s) past the first kept were not compared\n",
+            j.past_keep
+        ));
     }
     for f in j.findings.iter().take(FINDINGS_SHOWN) {
         let (tag, more) = match &f.fate {
@@ -706,7 +768,10 @@ pub fn markdown(j: &Judgement, cmd: &str) -> String {
         ));
     }
     if j.findings.len() > FINDINGS_SHOWN {
-        s.push_str(&format!("- and {} more finding(s)\n", j.findings.len() - FINDINGS_SHOWN));
+        s.push_str(&format!(
+            "- and {} more finding(s)\n",
+            j.findings.len() - FINDINGS_SHOWN
+        ));
     }
     s
 }
@@ -754,7 +819,12 @@ mod tests {
             json!({"id": 7, "method": "tools/call", "params": {"name": "alpha"}}),
             json!({"id": 8, "method": "tools/call", "params": {"name": "beta"}}),
         );
-        let msg = |v, on_drive| Msg { at: 1, on_drive, ms: None, v };
+        let msg = |v, on_drive| Msg {
+            at: 1,
+            on_drive,
+            ms: None,
+            v,
+        };
         let from = [msg(&x, true), msg(&y, true), msg(&z, true)];
         let to = [msg(&x2, false), msg(&z2, false)];
         let (pairs, lone_from, lone_to) = pair(&from, &to, &tr);
@@ -771,8 +841,18 @@ mod tests {
         };
         let drive = json!({"method": "notifications/cancelled", "params": {"requestId": 3}});
         let serve = json!({"method": "notifications/cancelled", "params": {"requestId": 70}});
-        let d = Msg { at: 1, on_drive: true, ms: None, v: &drive };
-        let s = Msg { at: 1, on_drive: false, ms: None, v: &serve };
+        let d = Msg {
+            at: 1,
+            on_drive: true,
+            ms: None,
+            v: &drive,
+        };
+        let s = Msg {
+            at: 1,
+            on_drive: false,
+            ms: None,
+            v: &serve,
+        };
         assert_eq!(comparable(&d, &tr), comparable(&s, &tr));
     }
 }

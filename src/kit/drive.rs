@@ -428,7 +428,7 @@ pub fn drive_domain(d: Domain, era: Era, through: Option<&Cmd>) -> DomainRun {
         let why = outcome.err().map(|e| e.sentence()).unwrap_or_default();
         step(link.what(), false, why);
         link.close();
-            return run;
+        return run;
     };
     let mut c = Client {
         rpc,
@@ -449,7 +449,12 @@ pub fn drive_domain(d: Domain, era: Era, through: Option<&Cmd>) -> DomainRun {
 
 /// Whether all the client sent in `session` was a handshake (or pings).
 fn handshake_only(log: &analyze::Log, session: &analyze::Session) -> bool {
-    let handshake = ["initialize", "notifications/initialized", "server/discover", "ping"];
+    let handshake = [
+        "initialize",
+        "notifications/initialized",
+        "server/discover",
+        "ping",
+    ];
     log.entries
         .iter()
         .filter(|e| (session.first_line..=session.last_line).contains(&e.line) && e.dir == "in")
@@ -486,7 +491,10 @@ pub fn report(runs: &[DomainRun]) -> String {
         }
         if let Some(b) = &r.bridge {
             if let Some(started) = &b.started_as {
-                s.push_str(&format!("bridge started as: {}\n\n", crate::inert::inert(started)));
+                s.push_str(&format!(
+                    "bridge started as: {}\n\n",
+                    crate::inert::inert(started)
+                ));
             }
             if let Some(c) = b.caveat {
                 s.push_str(&format!("note: {c}\n\n"));
@@ -554,7 +562,14 @@ impl<'a> Link<'a> {
         let started = through::start(cmd, &self.serve)?;
         self.helper = started.helper;
         self.seen = Some(started.seen);
-        self.started_as = Some(started.argv.iter().map(|w| through::shell_quote(w)).collect::<Vec<_>>().join(" "));
+        self.started_as = Some(
+            started
+                .argv
+                .iter()
+                .map(|w| through::shell_quote(w))
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
         Ok(Rpc::new(Box::new(started.wire)))
     }
 

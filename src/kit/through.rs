@@ -177,7 +177,12 @@ fn split(text: &str) -> Result<Vec<Vec<Piece>>, CmdError> {
     while let Some((at, c)) = chars.next() {
         let rest = &text[at..];
         let placeholder = if rest.starts_with(SERVE) {
-            Some((Piece::Serve { quoted: quote.is_some() }, SERVE.len()))
+            Some((
+                Piece::Serve {
+                    quoted: quote.is_some(),
+                },
+                SERVE.len(),
+            ))
         } else if rest.starts_with(URL) {
             Some((Piece::Url, URL.len()))
         } else {
@@ -383,9 +388,9 @@ pub fn start(cmd: &Cmd, serve: &SpawnSpec) -> Result<Started, String> {
         Reach::Stdio => (None, String::new()),
         Reach::Http => {
             let mut spec = serve.clone();
-            spec.args.splice(1..1, ["--http".to_string(), "127.0.0.1:0".to_string()]);
-            let mut helper =
-                Server::spawn(&spec).map_err(|e| format!("cannot start serve --http: {e}"))?;
+            spec.args
+                .splice(1..1, ["--http".to_string(), "127.0.0.1:0".to_string()]);
+            let mut helper = Server::spawn(&spec).map_err(|e| format!("cannot start serve --http: {e}"))?;
             match read_url(&mut helper) {
                 Ok(url) => (Some(helper), url),
                 Err(e) => {
@@ -450,22 +455,22 @@ pub fn stderr_tail(server: &dyn Wire) -> String {
 
 /// The first line `serve --http` prints: its URL.
 fn read_url(helper: &mut Server) -> Result<String, String> {
-    let deadline = Instant::now() + URL_WAIT;
-    loop {
-        match helper.next_event(deadline) {
-            Some(Event::Stdout(Frame::Line(line))) => {
-                let url = String::from_utf8_lossy(&line).trim().to_string();
-                return if url.starts_with("http://") {
-                    Ok(url)
-                } else {
-                    Err(format!("printed {:?} where its URL was due", crate::text::truncate(&url, 120)))
-                };
+    match helper.next_event(Instant::now() + URL_WAIT) {
+        Some(Event::Stdout(Frame::Line(line))) => {
+            let url = String::from_utf8_lossy(&line).trim().to_string();
+            if url.starts_with("http://") {
+                Ok(url)
+            } else {
+                Err(format!(
+                    "printed {:?} where its URL was due",
+                    crate::text::truncate(&url, 120)
+                ))
             }
-            Some(Event::Stdout(Frame::Oversize(_))) => return Err("printed an oversize line".into()),
-            Some(Event::Exited(s)) => return Err(format!("exited ({s}) before printing its URL")),
-            Some(Event::StdoutClosed) => return Err("closed stdout before printing its URL".into()),
-            None => return Err(format!("printed no URL within {} s", URL_WAIT.as_secs())),
         }
+        Some(Event::Stdout(Frame::Oversize(_))) => Err("printed an oversize line".into()),
+        Some(Event::Exited(s)) => Err(format!("exited ({s}) before printing its URL")),
+        Some(Event::StdoutClosed) => Err("closed stdout before printing its URL".into()),
+        None => Err(format!("printed no URL within {} s", URL_WAIT.as_secs())),
     }
 }
 
@@ -486,7 +491,17 @@ mod tests {
         let argv = c.expand(&serve(), "");
         assert_eq!(
             argv,
-            ["python3", "proxy.py", "--drop", "a b", "--", "/bin/mcp-witness", "serve", "--log", "/tmp/a log.jsonl"]
+            [
+                "python3",
+                "proxy.py",
+                "--drop",
+                "a b",
+                "--",
+                "/bin/mcp-witness",
+                "serve",
+                "--log",
+                "/tmp/a log.jsonl"
+            ]
         );
     }
 
@@ -496,7 +511,10 @@ mod tests {
         let c = Cmd::parse(r#"supergateway --stdio "{serve}""#).unwrap();
         assert_eq!(c.expand(&serve(), ""), ["supergateway", "--stdio", line]);
         let c = Cmd::parse("bridge --command={serve}").unwrap();
-        assert_eq!(c.expand(&serve(), ""), ["bridge".to_string(), format!("--command={line}")]);
+        assert_eq!(
+            c.expand(&serve(), ""),
+            ["bridge".to_string(), format!("--command={line}")]
+        );
     }
 
     #[test]
