@@ -172,6 +172,37 @@ fn a_proxy_that_drops_a_client_notification_is_named_for_it() {
 }
 
 #[test]
+fn a_quoted_serve_placeholder_reaches_a_bridge_as_one_command_string() {
+    let dir = TempDir::new("through-shell");
+    let cmd = format!("python3 {} --shell -- '{{serve}}'", proxy().display());
+    let run = drive(&dir, &["--domain", "tools", "--through", &cmd], &[]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(verdicts(&run.stdout), ["forwards"]);
+    // The command line went as one shell-quoted argument.
+    assert!(
+        run.stdout.contains(" --shell -- '") && run.stdout.contains(" serve --log "),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_bridge_that_writes_noise_is_named_for_it_and_its_text_made_inert() {
+    let dir = TempDir::new("through-noise");
+    // A raw escape sequence in the bridge's first line: the tap must not echo it.
+    let cmd = proxy_cmd("--noise '\u{1b}[31mstarting\u{1b}[0m'");
+    let run = drive(&dir, &["--domain", "tools", "--through", &cmd], &[]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        verdicts(&run.stdout),
+        ["writes 1 non-JSON-RPC line(s) to drive"],
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains('\u{1b}'), "no raw escape reaches the report");
+}
+
+#[test]
 fn a_bridge_that_will_not_exit_is_killed_with_its_whole_process_tree() {
     let dir = TempDir::new("through-linger");
     let marker = unique_marker("through-linger");

@@ -22,6 +22,10 @@ pub const DELAY_MS: i64 = 1000;
 const CHANGES_SHOWN: usize = 6;
 /// Findings listed per run (the rest are counted).
 const FINDINGS_SHOWN: usize = 40;
+/// Messages named per verb of a verdict (the rest are counted).
+const VERDICT_NAMES: usize = 8;
+/// The longest method name shown.
+const METHOD_SHOWN: usize = 120;
 
 /// Which way a message travelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,7 +141,14 @@ impl Judgement {
         }
         let mut parts: Vec<String> = by
             .into_iter()
-            .map(|(verb, w)| format!("{verb} {}", w.join(", ")))
+            .map(|(verb, w)| {
+                let more = w.len().saturating_sub(VERDICT_NAMES);
+                let mut names = w[..w.len().min(VERDICT_NAMES)].join(", ");
+                if more > 0 {
+                    names.push_str(&format!(" and {more} more"));
+                }
+                format!("{verb} {names}")
+            })
             .collect();
         if self.unparsed > 0 {
             parts.push(format!("writes {} non-JSON-RPC line(s) to drive", self.unparsed));
@@ -398,8 +409,9 @@ fn relabel_only(changes: &[String]) -> bool {
 
 /// The label of a message: its method, or for a response what it answers.
 fn label(m: &Msg, answers: &str) -> String {
+    let answers = crate::text::truncate(answers, METHOD_SHOWN);
     match m.method() {
-        Some(method) => method.to_string(),
+        Some(method) => crate::text::truncate(method, METHOD_SHOWN),
         None if m.v.get("error").is_some() => format!("{answers} error"),
         None => format!("{answers} result"),
     }
@@ -568,7 +580,7 @@ pub fn judge(log: &Log, seen: &Transcript) -> Judgement {
     // Requests that found no counterpart.
     for &i in &c_lone_drive {
         let m = &client_reqs.0[i];
-        let method = m.method().unwrap_or("").to_string();
+        let method = label(m, "");
         let (fate, evidence) = match answer(dg, m.id()) {
             Some(b) => (
                 Fate::AnsweredByBridge,
@@ -609,7 +621,7 @@ pub fn judge(log: &Log, seen: &Transcript) -> Judgement {
         j.findings.push(Finding {
             fate,
             way: Way::ToDrive,
-            what: m.method().unwrap_or("").to_string(),
+            what: label(m, ""),
             evidence,
         });
     }
@@ -624,7 +636,7 @@ pub fn judge(log: &Log, seen: &Transcript) -> Judgement {
             j.findings.push(Finding {
                 fate: Fate::Added,
                 way,
-                what: m.method().unwrap_or("").to_string(),
+                what: label(m, ""),
                 evidence: format!("{}: the bridge's own request", m.place()),
             });
         }

@@ -30,8 +30,10 @@ pub const SERVE: &str = "{serve}";
 pub const URL: &str = "{url}";
 /// How long `serve --http` may take to print its URL.
 const URL_WAIT: Duration = Duration::from_secs(10);
-/// Messages kept per run by the tap; past this they are counted, not kept.
-const KEEP: usize = 4096;
+/// Messages, and bytes of them, kept per run by the tap; past either they are counted, not
+/// kept (a run of drive exchanges a few dozen messages).
+const KEEP: usize = 1024;
+const KEEP_BYTES: usize = 16 << 20;
 /// What one message may build when the tap parses it.
 const MESSAGE_BUDGET: Budget = Budget::small(1 << 20);
 
@@ -281,19 +283,26 @@ pub struct Transcript {
     /// Lines from CMD that were no JSON value (or too big to parse), and messages past `KEEP`.
     pub unparsed: usize,
     pub past_keep: usize,
+    kept_bytes: usize,
 }
 
 impl Transcript {
     fn note(&mut self, from: Side, bytes: &[u8]) {
         let n = self.messages.len() + self.unparsed + self.past_keep + 1;
+        if self.messages.len() >= KEEP || self.kept_bytes + bytes.len() > KEEP_BYTES {
+            self.past_keep += 1;
+            return;
+        }
         match json_budget::parse(bytes, MESSAGE_BUDGET) {
-            Ok(msg) if self.messages.len() < KEEP => self.messages.push(Seen {
-                n,
-                from,
-                ms: now_ms(),
-                msg,
-            }),
-            Ok(_) => self.past_keep += 1,
+            Ok(msg) => {
+                self.kept_bytes += bytes.len();
+                self.messages.push(Seen {
+                    n,
+                    from,
+                    ms: now_ms(),
+                    msg,
+                });
+            }
             Err(_) => self.unparsed += 1,
         }
     }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A tiny stdio-to-stdio MCP proxy for the tests of `drive --through`.
 
-    stdio_proxy.py [--drop METHOD]... [--strip CAPABILITY]... [--rewrite-ids] [--linger] -- COMMAND...
+    stdio_proxy.py [--drop METHOD]... [--strip CAPABILITY]... [--rewrite-ids] [--linger]
+                   [--noise TEXT] [--shell] -- COMMAND...
 
 Starts COMMAND and copies JSON-RPC lines between our stdin/stdout and its stdin/stdout.
 With no options it is faithful. The options make it lossy on purpose:
@@ -11,6 +12,9 @@ With no options it is faithful. The options make it lossy on purpose:
                       of the server's initialize result
   --rewrite-ids       give every request a new id of the proxy's own, as a real
                       multi-client proxy does, and map the answers back
+  --noise TEXT        write TEXT as a line of our stdout first, as a chatty bridge does
+  --shell             COMMAND is one string, run by sh -c (as bridges that take the server
+                      command as one argument do)
   --linger            a bridge that will not go: ignores SIGTERM and, when its client
                       hangs up, keeps its server running (only SIGKILL ends them)
 """
@@ -23,7 +27,7 @@ import threading
 
 
 def parse_args(argv):
-    drop, strip, rewrite, linger = set(), [], False, False
+    drop, strip, rewrite, linger, noise, shell = set(), [], False, False, None, False
     i = 0
     while i < len(argv) and argv[i] != "--":
         if argv[i] == "--drop":
@@ -35,6 +39,12 @@ def parse_args(argv):
         elif argv[i] == "--rewrite-ids":
             rewrite = True
             i += 1
+        elif argv[i] == "--noise":
+            noise = argv[i + 1]
+            i += 2
+        elif argv[i] == "--shell":
+            shell = True
+            i += 1
         elif argv[i] == "--linger":
             linger = True
             i += 1
@@ -42,10 +52,18 @@ def parse_args(argv):
             sys.exit(f"stdio_proxy: unknown option {argv[i]}")
     if i + 1 >= len(argv):
         sys.exit("stdio_proxy: give the command after --")
-    return drop, strip, rewrite, linger, argv[i + 1 :]
+    command = argv[i + 1 :]
+    if shell:
+        if len(command) != 1:
+            sys.exit("stdio_proxy: --shell takes the command as one argument")
+        command = ["sh", "-c", command[0]]
+    return drop, strip, rewrite, linger, noise, command
 
 
-DROP, STRIP, REWRITE, LINGER, COMMAND = parse_args(sys.argv[1:])
+DROP, STRIP, REWRITE, LINGER, NOISE, COMMAND = parse_args(sys.argv[1:])
+if NOISE is not None:
+    sys.stdout.buffer.write(NOISE.encode() + b"\n")
+    sys.stdout.buffer.flush()
 if LINGER:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 child = subprocess.Popen(
