@@ -158,6 +158,58 @@ fn a_lossy_proxy_is_named_for_exactly_what_it_dropped_and_altered() {
 }
 
 #[test]
+fn a_proxy_that_holds_a_notification_back_is_named_for_the_delay() {
+    let dir = TempDir::new("through-delay");
+    let cmd = proxy_cmd("--delay notifications/tools/list_changed=1500");
+    let run = drive(&dir, &["--domain", "tools", "--through", &cmd], &[]);
+    // drive's own wait is longer: its steps pass, the bridge does not.
+    assert!(
+        run.stdout
+            .contains("- [ok] notifications/tools/list_changed arrives once: 1")
+    );
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        verdicts(&run.stdout),
+        ["delays notifications/tools/list_changed (serve → drive)"],
+        "{}",
+        run.stdout
+    );
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("- [delayed] notifications/tools/list_changed (serve → drive) by "))
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    let ms: u64 = line["- [delayed] notifications/tools/list_changed (serve → drive) by ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(ms >= 1500, "the delay measured is at least the hold: {line}");
+}
+
+#[test]
+fn a_proxy_that_answers_from_a_stale_cache_is_named_for_answering_itself() {
+    let dir = TempDir::new("through-cache");
+    let cmd = proxy_cmd("--cache tools/list");
+    let run = drive(&dir, &["--domain", "tools", "--through", &cmd], &[]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    // The re-list got the first list again: drive sees alpha still there.
+    assert!(run.stdout.contains("- [FAIL] re-list has beta, not alpha"));
+    assert_eq!(
+        verdicts(&run.stdout),
+        ["answers itself tools/list (drive → serve)"],
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(
+            "- [answered by the bridge itself] tools/list (drive → serve): serve never received it"
+        )
+    );
+}
+
+#[test]
 fn a_proxy_that_drops_a_client_notification_is_named_for_it() {
     let dir = TempDir::new("through-lossy-up");
     let cmd = proxy_cmd("--drop notifications/cancelled");

@@ -2,7 +2,8 @@
 """A tiny stdio-to-stdio MCP proxy for the tests of `drive --through`.
 
     stdio_proxy.py [--drop METHOD]... [--strip CAPABILITY]... [--rewrite-ids] [--linger]
-                   [--noise TEXT] [--shell] -- COMMAND...
+                   [--noise TEXT] [--shell] [--delay METHOD=MS]... [--cache METHOD]...
+                   -- COMMAND...
 
 Starts COMMAND and copies JSON-RPC lines between our stdin/stdout and its stdin/stdout.
 With no options it is faithful. The options make it lossy on purpose:
@@ -12,6 +13,9 @@ With no options it is faithful. The options make it lossy on purpose:
                       of the server's initialize result
   --rewrite-ids       give every request a new id of the proxy's own, as a real
                       multi-client proxy does, and map the answers back
+  --delay METHOD=MS   hold each notification named METHOD MS milliseconds before passing it on
+  --cache METHOD      answer a request named METHOD from the first answer the server gave,
+                      never asking it again (a stale cache)
   --noise TEXT        write TEXT as a line of our stdout first, as a chatty bridge does
   --shell             COMMAND is one string, run by sh -c (as bridges that take the server
                       command as one argument do)
@@ -28,6 +32,7 @@ import threading
 
 def parse_args(argv):
     drop, strip, rewrite, linger, noise, shell = set(), [], False, False, None, False
+    delay, cache = {}, set()
     i = 0
     while i < len(argv) and argv[i] != "--":
         if argv[i] == "--drop":
@@ -39,6 +44,13 @@ def parse_args(argv):
         elif argv[i] == "--rewrite-ids":
             rewrite = True
             i += 1
+        elif argv[i] == "--delay":
+            method, ms = argv[i + 1].rsplit("=", 1)
+            delay[method] = int(ms) / 1000
+            i += 2
+        elif argv[i] == "--cache":
+            cache.add(argv[i + 1])
+            i += 2
         elif argv[i] == "--noise":
             noise = argv[i + 1]
             i += 2
@@ -57,10 +69,10 @@ def parse_args(argv):
         if len(command) != 1:
             sys.exit("stdio_proxy: --shell takes the command as one argument")
         command = ["sh", "-c", command[0]]
-    return drop, strip, rewrite, linger, noise, command
+    return drop, strip, rewrite, linger, noise, command, delay, cache
 
 
-DROP, STRIP, REWRITE, LINGER, NOISE, COMMAND = parse_args(sys.argv[1:])
+DROP, STRIP, REWRITE, LINGER, NOISE, COMMAND, DELAY, CACHE = parse_args(sys.argv[1:])
 if NOISE is not None:
     sys.stdout.buffer.write(NOISE.encode() + b"\n")
     sys.stdout.buffer.flush()
@@ -79,6 +91,8 @@ lock = threading.Lock()
 to_server_ids, to_client_ids = {}, {}
 # Which of our request ids was an initialize (its result gets stripped).
 initialize_ids = set()
+# --cache: the first answer per method, and the ids of requests whose answer is to be kept.
+cached, to_cache = {}, {}
 counter = [0]
 
 
@@ -89,8 +103,9 @@ def fresh_id():
 
 
 def write(stream, msg):
-    stream.write((json.dumps(msg) + "\n").encode())
-    stream.flush()
+    with lock:
+        stream.write((json.dumps(msg) + "\n").encode())
+        stream.flush()
 
 
 def strip_capabilities(result):
@@ -132,7 +147,26 @@ def handle(msg, own_ids, their_ids):
     return msg
 
 
-def pump(source, sink, own_ids, their_ids):
+def from_cache(msg, back):
+    """Answers a cached request on `back` itself; True when it did."""
+    method = msg.get("method") if isinstance(msg, dict) else None
+    if method not in CACHE or "id" not in msg:
+        return False
+    if method in cached:
+        write(back, {"jsonrpc": "2.0", "id": msg["id"], "result": cached[method]})
+        return True
+    to_cache[msg["id"]] = method
+    return False
+
+
+def remember(msg):
+    if isinstance(msg, dict) and "method" not in msg and msg.get("id") in to_cache:
+        method = to_cache.pop(msg["id"])
+        if "result" in msg:
+            cached[method] = msg["result"]
+
+
+def pump(source, sink, own_ids, their_ids, back=None):
     for line in source:
         try:
             msg = json.loads(line)
@@ -140,14 +174,23 @@ def pump(source, sink, own_ids, their_ids):
             sink.write(line)
             sink.flush()
             continue
+        if back is not None and from_cache(msg, back):
+            continue
+        if back is None:
+            remember(msg)
         msg = handle(msg, own_ids, their_ids)
-        if msg is not None:
+        if msg is None:
+            continue
+        wait = DELAY.get(msg.get("method")) if isinstance(msg, dict) and "id" not in msg else None
+        if wait:
+            threading.Timer(wait, write, args=(sink, msg)).start()
+        else:
             write(sink, msg)
 
 
 def upstream():
     try:
-        pump(sys.stdin.buffer, child.stdin, to_server_ids, to_client_ids)
+        pump(sys.stdin.buffer, child.stdin, to_server_ids, to_client_ids, back=sys.stdout.buffer)
     except BrokenPipeError:
         pass
     # Our client hung up: so do we, toward the server (unless we linger).
