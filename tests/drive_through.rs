@@ -359,3 +359,23 @@ fn supergateway_is_named_for_the_notifications_it_drops() {
             .contains("- [FAIL] notifications/tools/list_changed arrives once: 0")
     );
 }
+
+#[test]
+fn a_bridge_that_exits_at_once_is_reported_with_its_stderr() {
+    let dir = TempDir::new("through-exits");
+    let cmd = r#"python3 -c 'import sys; sys.exit("bridge: bad flag")' {serve}"#;
+    let run = drive(&dir, &["--domain", "tools", "--through", cmd], &[]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("initialize got no reply: the server exited"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("serve never started"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("its stderr ends: bridge: bad flag"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("drive: FAIL"));
+}

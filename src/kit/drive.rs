@@ -64,6 +64,8 @@ pub struct Bridged {
     pub probes: usize,
     /// Why this run is no fair test of the bridge, when it is not.
     pub caveat: Option<&'static str>,
+    /// The end of the bridge's stderr, as a clause (empty when it wrote none).
+    pub stderr: String,
 }
 
 /// Over `serve --http` a call's messages leave with its reply, one request per connection.
@@ -102,6 +104,7 @@ impl DomainRun {
                 caveat: (c.reach == through::Reach::Http
                     && ["roots", "elicitation", "sampling", "progress"].contains(&name))
                 .then_some(HTTP_CAVEAT),
+                stderr: String::new(),
             }),
         }
     }
@@ -111,6 +114,9 @@ impl DomainRun {
     fn finish(&mut self, mut rpc: Rpc, mut link: Link, domains: &[Domain], flows: &[Flow]) {
         if link.seen.is_some() {
             let _ = rpc.wait_reply(&|_| false, LATE_WAIT);
+        }
+        if let Some(b) = &mut self.bridge {
+            b.stderr = through::stderr_tail(rpc.wire());
         }
         rpc.close(Grace::default());
         if let Some(b) = &mut self.bridge {
@@ -135,10 +141,16 @@ impl DomainRun {
                 }
             }
             Err(e) => {
+                let hint = match &self.bridge {
+                    Some(_) if !self.log.exists() => {
+                        " (serve never started: did the bridge run the {serve} command, or reach {url}?)"
+                    }
+                    _ => "",
+                };
                 self.steps.push(Step {
                     what: "read the log".into(),
                     ok: false,
-                    detail: e.to_string(),
+                    detail: format!("{e}{hint}"),
                 });
             }
         }
@@ -426,7 +438,7 @@ pub fn drive_domain(d: Domain, era: Era, through: Option<&Cmd>) -> DomainRun {
     let (rpc, hs, outcome) = crate::session::open(&mut link, &plan);
     let Some(rpc) = rpc else {
         let why = outcome.err().map(|e| e.sentence()).unwrap_or_default();
-        step(link.what(), false, why);
+        step(link.what(), false, format!("{why}{}", link.stderr));
         link.close();
         return run;
     };
@@ -496,6 +508,12 @@ pub fn report(runs: &[DomainRun]) -> String {
                     crate::inert::inert(started)
                 ));
             }
+            if !r.passed() && !b.stderr.is_empty() {
+                s.push_str(&format!(
+                    "bridge{}\n\n",
+                    crate::inert::inert(&b.stderr.replace('\n', " | "))
+                ));
+            }
             if let Some(c) = b.caveat {
                 s.push_str(&format!("note: {c}\n\n"));
             }
@@ -528,6 +546,8 @@ struct Link<'a> {
     helper: Option<Server>,
     seen: Option<Arc<Mutex<Transcript>>>,
     started_as: Option<String>,
+    /// The end of the bridge's stderr when the session engine gave up on it.
+    stderr: String,
 }
 
 impl<'a> Link<'a> {
@@ -538,6 +558,7 @@ impl<'a> Link<'a> {
             helper: None,
             seen: None,
             started_as: None,
+            stderr: String::new(),
         }
     }
 
@@ -588,6 +609,9 @@ impl Connector for Link<'_> {
     }
 
     fn retire(&mut self, rpc: Rpc) -> String {
+        if self.through.is_some() {
+            self.stderr = through::stderr_tail(rpc.wire());
+        }
         rpc.close(Grace::default());
         String::new()
     }
