@@ -167,6 +167,8 @@ struct Msg<'a> {
     /// drive's message number, or serve's log line.
     at: usize,
     on_drive: bool,
+    /// Travelling from drive toward serve (drive sent it, or serve received it).
+    to_serve: bool,
     ms: Option<i64>,
     v: &'a Value,
 }
@@ -215,6 +217,7 @@ fn sides<'a>(log: &'a Log, seen: &'a Transcript) -> Sides<'a> {
         let msg = Msg {
             at: m.n,
             on_drive: true,
+            to_serve: m.from == Side::Drive,
             ms: Some(m.ms),
             v: &m.msg,
         };
@@ -229,6 +232,7 @@ fn sides<'a>(log: &'a Log, seen: &'a Transcript) -> Sides<'a> {
         let msg = Msg {
             at: e.line,
             on_drive: false,
+            to_serve: e.dir == "in",
             ms,
             v,
         };
@@ -274,12 +278,12 @@ fn comparable(m: &Msg, tr: &Translation) -> Value {
             && let Some(r) = v.pointer_mut("/params/requestId")
         {
             // A cancel toward serve names a client request; toward drive, a server request.
-            let map = if let Some(d) = lookup(&tr.client_ids, r) {
-                Some(d)
+            let ids = if m.to_serve {
+                &tr.client_ids
             } else {
-                lookup(&tr.server_ids, r)
+                &tr.server_ids
             };
-            if let Some(d) = map {
+            if let Some(d) = lookup(ids, r) {
                 *r = d.clone();
             }
         }
@@ -518,14 +522,16 @@ pub fn judge(log: &Log, seen: &Transcript) -> Judgement {
     }
 
     // The answers to each pair of requests.
-    let answer = |list: &[Msg<'_>], id: Option<&Value>| -> Option<usize> {
-        let id = id?;
-        list.iter().position(|m| m.is_response() && m.id() == Some(id))
+    // The first answer after the request (a bridge may reuse an id in a later session).
+    let answer = |list: &[Msg<'_>], req: &Msg<'_>| -> Option<usize> {
+        let id = req.id()?;
+        list.iter()
+            .position(|m| m.at > req.at && m.is_response() && m.id() == Some(id))
     };
     for &(d, sv) in &cpairs {
         let (dm, sm) = (&client_reqs.0[d], &client_reqs.1[sv]);
         let method = dm.method().unwrap_or("");
-        match (answer(so, sm.id()), answer(dg, dm.id())) {
+        match (answer(so, sm), answer(dg, dm)) {
             (Some(a), Some(b)) => {
                 judge_pair(&mut j, Way::ToDrive, label(&so[a], method), &so[a], &dg[b], &tr)
             }
@@ -554,7 +560,7 @@ pub fn judge(log: &Log, seen: &Transcript) -> Judgement {
     for &(sv, d) in &spairs {
         let (sm, dm) = (&server_reqs.0[sv], &server_reqs.1[d]);
         let method = sm.method().unwrap_or("");
-        match (answer(ds, dm.id()), answer(si, sm.id())) {
+        match (answer(ds, dm), answer(si, sm)) {
             (Some(a), Some(b)) => {
                 judge_pair(&mut j, Way::ToServe, label(&ds[a], method), &ds[a], &si[b], &tr)
             }
@@ -581,7 +587,7 @@ pub fn judge(log: &Log, seen: &Transcript) -> Judgement {
     for &i in &c_lone_drive {
         let m = &client_reqs.0[i];
         let method = label(m, "");
-        let (fate, evidence) = match answer(dg, m.id()) {
+        let (fate, evidence) = match answer(dg, m) {
             Some(b) => (
                 Fate::AnsweredByBridge,
                 format!(
@@ -604,7 +610,7 @@ pub fn judge(log: &Log, seen: &Transcript) -> Judgement {
     }
     for &i in &s_lone_serve {
         let m = &server_reqs.0[i];
-        let (fate, evidence) = match answer(si, m.id()) {
+        let (fate, evidence) = match answer(si, m) {
             Some(b) => (
                 Fate::AnsweredByBridge,
                 format!(
@@ -834,6 +840,7 @@ mod tests {
         let msg = |v, on_drive| Msg {
             at: 1,
             on_drive,
+            to_serve: true,
             ms: None,
             v,
         };
@@ -856,15 +863,111 @@ mod tests {
         let d = Msg {
             at: 1,
             on_drive: true,
+            to_serve: true,
             ms: None,
             v: &drive,
         };
         let s = Msg {
             at: 1,
             on_drive: false,
+            to_serve: true,
             ms: None,
             v: &serve,
         };
         assert_eq!(comparable(&d, &tr), comparable(&s, &tr));
+    }
+
+    /// serve's log from entries (dir, message), one a line.
+    fn log(entries: &[(&str, Value)]) -> Log {
+        let mut l = Log::default();
+        for (n, (dir, msg)) in entries.iter().enumerate() {
+            l.entries.push(crate::kit::analyze::Entry {
+                line: n + 1,
+                ts: "2026-12-03T08:00:00.000+00:00".into(),
+                dir: (*dir).into(),
+                msg: Some(msg.clone()),
+                info: None,
+            });
+        }
+        l
+    }
+
+    fn transcript(messages: &[(Side, Value)]) -> Transcript {
+        let mut t = Transcript::default();
+        for (n, (from, msg)) in messages.iter().enumerate() {
+            t.messages.push(crate::kit::through::Seen {
+                n: n + 1,
+                from: *from,
+                ms: 1_796_284_800_000,
+                msg: msg.clone(),
+            });
+        }
+        t
+    }
+
+    #[test]
+    fn a_probe_session_reusing_an_id_is_not_taken_for_drives_answer() {
+        let init = |name: &str, id: u64| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "initialize",
+                "params": {"capabilities": {}, "clientInfo": {"name": name}}})
+        };
+        let result = |id: u64, list_changed: bool| {
+            json!({"jsonrpc": "2.0", "id": id,
+                "result": {"capabilities": {"tools": {"listChanged": list_changed}}}})
+        };
+        // The bridge probes serve with id 0, then passes drive's initialize on, again as id 0.
+        let l = log(&[
+            ("in", init("probe", 0)),
+            ("out", result(0, false)),
+            ("in", init("drive", 0)),
+            ("out", result(0, true)),
+        ]);
+        let t = transcript(&[(Side::Drive, init("drive", 1)), (Side::Bridge, result(1, true))]);
+        let j = judge(&l, &t);
+        assert_eq!(j.verdict(), Verdict::Forwards, "{j:?}");
+        assert_eq!(j.intact.get("initialize result"), Some(&1));
+        assert_eq!(j.capabilities, Some(Vec::new()));
+        assert_eq!(j.ids_rewritten_count, 1);
+        assert!(
+            j.findings
+                .iter()
+                .any(|f| f.fate == Fate::Added && f.what == "initialize")
+        );
+    }
+
+    #[test]
+    fn a_stripped_capability_is_an_alteration_named_by_its_path() {
+        let l = log(&[
+            (
+                "in",
+                json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}),
+            ),
+            (
+                "out",
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"capabilities": {"tools": {"listChanged": true}}}}),
+            ),
+        ]);
+        let t = transcript(&[
+            (
+                Side::Drive,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}),
+            ),
+            (
+                Side::Bridge,
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"capabilities": {"tools": {}}}}),
+            ),
+        ]);
+        let j = judge(&l, &t);
+        assert_eq!(
+            j.verdict(),
+            Verdict::Faulty(vec!["alters initialize result (serve → drive)".into()])
+        );
+        assert_eq!(
+            j.capabilities,
+            Some(vec![
+                "initialize result (serve → drive): /result/capabilities/tools/listChanged removed (was true)"
+                    .to_string()
+            ])
+        );
     }
 }
