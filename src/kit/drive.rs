@@ -68,8 +68,18 @@ pub struct Bridged {
     pub stderr: String,
 }
 
-/// Over `serve --http` a call's messages leave with its reply, one request per connection.
-const HTTP_CAVEAT: &str = "serve --http sends what a call produces only with the call's reply, so a server request or progress in the middle of a call (roots, elicitation, sampling, progress) cannot reach a {url} bridge: a failure here may be serve --http's, not the bridge's";
+/// What `serve --http` cannot carry, so a `{url}` bridge cannot be judged on it.
+const HTTP_CAVEAT: &str = "serve --http sends what a call produces only with the call's reply (so no server request or progress in the middle of a call reaches a {url} bridge), and refuses subscriptions/listen at the HTTP level, unlogged: a drop, or an answer \"by the bridge itself\", here may be serve --http's, not the bridge's";
+
+/// Whether the run needs what `serve --http` cannot carry: a server request in the middle of
+/// a call (legacy roots, elicitation, sampling), progress, or a `subscriptions/listen`
+/// stream (the modern list_changed cycle and subscriptions).
+fn beyond_serve_http(name: &str, era: Era) -> bool {
+    match era {
+        Era::Legacy => ["roots", "elicitation", "sampling", "progress"].contains(&name),
+        Era::Modern => ["tools", "resources", "prompts", "subscriptions", "progress"].contains(&name),
+    }
+}
 
 impl DomainRun {
     pub fn passed(&self) -> bool {
@@ -101,9 +111,8 @@ impl DomainRun {
                 started_as: None,
                 judgement: None,
                 probes: 0,
-                caveat: (c.reach == through::Reach::Http
-                    && ["roots", "elicitation", "sampling", "progress"].contains(&name))
-                .then_some(HTTP_CAVEAT),
+                caveat: (c.reach == through::Reach::Http && beyond_serve_http(name, era))
+                    .then_some(HTTP_CAVEAT),
                 stderr: String::new(),
             }),
         }
