@@ -379,3 +379,24 @@ fn a_bridge_that_exits_at_once_is_reported_with_its_stderr() {
     );
     assert!(run.stdout.contains("drive: FAIL"));
 }
+
+#[test]
+fn over_serve_http_a_run_it_cannot_carry_says_so() {
+    let bridge = installed_bridge("mcp-remote");
+    let dir = TempDir::new("through-caveat");
+    let auth = dir.join("mcp-auth");
+    let cmd = format!("{} {{url}}", bridge.display());
+    let run = drive(
+        &dir,
+        &["--domain", "progress", "--through", &cmd],
+        &[("MCP_REMOTE_CONFIG_DIR", auth.to_str().unwrap())],
+    );
+    // Progress in the middle of a call cannot leave serve --http before the call's reply.
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout
+            .contains("note: serve --http sends what a call produces only with the call's reply"),
+        "{}",
+        run.stdout
+    );
+}
