@@ -40,8 +40,12 @@ pub fn secret_name(name: &str) -> bool {
         "signature",
         "jwt",
     ];
-    // `auth` (auth, oauth, authorization, x-auth-…), but not `author`.
-    let auth = n.contains("auth") && (!n.contains("author") || n.contains("authoriz"));
+    // `auth` (auth, oauth, authorization, x-auth-…), but not `author`, nor the status words
+    // `unauthorized`/`unauthenticated`, which name the absence of a credential.
+    let auth = n.match_indices("auth").any(|(i, _)| {
+        let after = &n[i..];
+        !n[..i].ends_with("un") && (!after.starts_with("author") || after.starts_with("authoriz"))
+    });
     let pass = n == "pass" || n.ends_with("_pass") || n.ends_with("-pass");
     WORDS.iter().any(|w| n.contains(w)) || auth || pass || n == "key" || n.ends_with("key")
 }
@@ -627,6 +631,24 @@ mod tests {
         assert_eq!(r.text("note: plain, port: 80"), "note: plain, port: 80");
         assert_eq!(r.text("pass: 3 checks, key: id"), "pass: 3 checks, key: id");
         assert_eq!(r.text("session://host/x"), "session://host/x");
+    }
+
+    #[test]
+    fn a_status_word_before_a_colon_is_prose_not_a_header() {
+        let r = Redactor::default();
+        for prose in [
+            "Unauthorized: send a bearer token",
+            "401 Unauthenticated: log in first",
+            "UNAUTHORIZED: missing credentials",
+        ] {
+            assert_eq!(r.text(prose), prose);
+        }
+        assert_eq!(
+            r.text("Authorization: Bearer abcdefgh123"),
+            format!("Authorization: Bearer {MASK}")
+        );
+        assert!(secret_name("X-Auth-Token") && secret_name("OAUTH_SECRET"));
+        assert!(!secret_name("unauthorized") && !secret_name("--author"));
     }
 
     #[test]

@@ -556,7 +556,7 @@ fn analyze_record_appends_a_signed_client_block_that_verifies() {
     assert_eq!(block["verdict"], "does not react");
     assert_eq!(
         block["log"]["session"],
-        json!({"index": 1, "of": 1, "first_line": 1, "last_line": 14})
+        json!({"index": 1, "of": 1, "first_line": 1, "last_line": 14, "era": "legacy"})
     );
     assert_eq!(block["domains"][0]["domain"], "tools");
     assert_eq!(block["domains"][0]["question"], 8);
@@ -1421,32 +1421,97 @@ fn a_client_that_cancels_another_request_id_does_not_handle_progress() {
     );
 }
 
+/// `--record` signs every domain analyze judged: a flow's verdict, question and answers go
+/// into the client block as a list_changed domain's do, with the era of the session.
 #[test]
-fn record_with_a_flow_alone_is_refused_with_what_to_do() {
+fn record_signs_the_flows_with_their_verdicts_answers_and_era() {
     let dir = TempDir::new("record-flow");
     let log = dir.join("serve.jsonl");
     let mut c = Client::start(&log);
-    c.initialize("any");
+    c.initialize("roots-and-more");
+    c.ask_and_answer(
+        "witness_ask_roots",
+        json!({"result": {"roots": [{"uri": "https://example.com/repo", "name": "remote"}]}}),
+    );
+    // Declared only `roots`: serve does not ask for sampling.
+    c.call("witness_ask_sampling");
     c.finish();
     let evidence = dir.join("clients.jsonl");
-    let run = witness(
-        &dir,
-        &[
-            "analyze",
-            log.to_str().unwrap(),
-            "--domain",
+    let record = |domain: &str| {
+        witness(
+            &dir,
+            &[
+                "analyze",
+                log.to_str().unwrap(),
+                "--domain",
+                domain,
+                "--record",
+                "-e",
+                evidence.to_str().unwrap(),
+            ],
+        )
+    };
+    let roots = record("roots");
+    assert_eq!(roots.code, 1, "{}{}", roots.stdout, roots.stderr);
+    let all = record("all");
+    assert_eq!(all.code, 1, "roots is not handled: {}{}", all.stdout, all.stderr);
+    let blocks: Vec<Value> = std::fs::read_to_string(&evidence)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(blocks.len(), 2);
+    // A flow alone: only roots, not handled.
+    assert_eq!(blocks[0]["verdict"], "not handled");
+    assert_eq!(blocks[0]["domains"].as_array().unwrap().len(), 1);
+    assert_eq!(blocks[0]["domains"][0]["domain"], "roots");
+    assert_eq!(blocks[0]["log"]["session"]["era"], "legacy");
+    // Everything: the three list domains, then every flow, in the kit's order.
+    let b = &blocks[1];
+    let names: Vec<&str> = b["domains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["domain"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "tools",
+            "resources",
+            "prompts",
             "roots",
-            "--record",
-            "-e",
-            evidence.to_str().unwrap(),
-        ],
+            "elicitation",
+            "sampling",
+            "logging",
+            "completion",
+            "subscriptions",
+            "progress"
+        ]
     );
-    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    let domain = |n: &str| {
+        b["domains"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["domain"] == n)
+            .unwrap()
+    };
+    assert_eq!(domain("roots")["verdict"], "not handled");
+    assert_eq!(domain("roots")["question"], 5);
     assert!(
-        run.stderr
-            .contains("use --domain tools|resources|prompts|all with --record"),
-        "{}",
-        run.stderr
+        domain("roots")["answers"][4]["answer"]
+            .as_str()
+            .unwrap()
+            .contains("is not a file:// URI"),
+        "{b}"
     );
-    assert!(!evidence.exists(), "nothing was signed");
+    assert!(domain("roots")["answers"][4]["evidence_line"].as_u64().is_some());
+    assert_eq!(domain("sampling")["verdict"], "not declared");
+    assert_eq!(domain("progress")["verdict"], "not exercised");
+    // The list domains stopped before the mutation (incomplete); the failed flow decides.
+    assert_eq!(domain("tools")["verdict"], "incomplete");
+    assert_eq!(b["verdict"], "not handled");
+    let verify = witness(&dir, &["verify", evidence.to_str().unwrap()]);
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
 }

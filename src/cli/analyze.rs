@@ -55,7 +55,7 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "FILE")]
     markdown: Option<PathBuf>,
     /// Append the result as signed blocks of kind `client` to the evidence file, one per
-    /// session of the log.
+    /// session of the log, each with every domain judged (list_changed domains and flows).
     #[arg(long)]
     record: bool,
     /// Evidence file for --record [default: evidence/clients/clients.jsonl under the current folder].
@@ -72,11 +72,6 @@ pub fn run(args: AnalyzeArgs) -> u8 {
         Ok(l) => l,
         Err(e) => return super::error(e),
     };
-    if args.record && domains.is_empty() {
-        return super::error(
-            "--record signs the list_changed domains (tools, resources, prompts) only; the flows are not recorded as client blocks yet: use --domain tools|resources|prompts|all with --record",
-        );
-    }
     let analyses = analyze::analyze(&log, &domains, &flows);
     if args.record {
         let record_args = super::server_args::RecordArgs {

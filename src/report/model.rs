@@ -164,10 +164,11 @@ impl Outcome {
         }
     }
 
-    /// Whether this outcome is a good one (for colour).
+    /// Whether this outcome is a good one (for colour): a client block's good words are
+    /// `reacts to list_changed` and `handled` (`compliant` in older blocks).
     pub fn good(&self) -> Option<bool> {
         match self.verdict().as_str() {
-            "pass" | "compliant" => Some(true),
+            "pass" | "compliant" | "reacts to list_changed" | "handled" => Some(true),
             "warn" | "inconclusive" | "incomplete" => None,
             _ => Some(false),
         }
@@ -427,4 +428,26 @@ pub fn spread(values: impl IntoIterator<Item = u64>) -> Option<(u64, u64, u64)> 
     }
     v.sort_unstable();
     Some((v[0], v[v.len() / 2], v[v.len() - 1]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Outcome;
+
+    #[test]
+    fn a_client_that_reacts_or_handles_is_good_one_that_fails_is_not() {
+        let good = |v: &str| Outcome::Client { verdict: v.into() }.good();
+        for v in ["reacts to list_changed", "handled", "compliant"] {
+            assert_eq!(good(v), Some(true), "{v}");
+        }
+        for v in [
+            "does not react",
+            "not handled",
+            "server at fault",
+            "not compliant",
+        ] {
+            assert_eq!(good(v), Some(false), "{v}");
+        }
+        assert_eq!(good("incomplete"), None);
+    }
 }

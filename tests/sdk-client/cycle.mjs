@@ -22,6 +22,7 @@
 import path from "node:path";
 import fs from "node:fs";
 import { pathToFileURL } from "node:url";
+import * as steps from "./cycle-steps.mjs";
 
 const sdkDir = process.env.MCP_WITNESS_SDK_DIR;
 const bin = process.argv[2] ?? process.env.MCP_WITNESS_BIN;
@@ -42,61 +43,12 @@ const { StdioClientTransport, getDefaultEnvironment } = await load("client/stdio
 const types = await load("types.js");
 const sdkVersion = JSON.parse(fs.readFileSync(path.join(sdkRoot, "package.json"), "utf8")).version;
 
-const DOMAINS = {
-  tools: {
-    schema: types.ToolListChangedNotificationSchema,
-    mutate: "witness_mutate_tools",
-    alpha: "witness_probe_alpha",
-    beta: "witness_probe_beta",
-    list: async (c) => (await c.listTools()).tools,
-    key: "name",
-    use: (c, name) => c.callTool({ name, arguments: {} }),
-  },
-  resources: {
-    schema: types.ResourceListChangedNotificationSchema,
-    mutate: "witness_mutate_resources",
-    alpha: "probe://alpha",
-    beta: "probe://beta",
-    list: async (c) => (await c.listResources()).resources,
-    key: "uri",
-    use: (c, uri) => c.readResource({ uri }),
-  },
-  prompts: {
-    schema: types.PromptListChangedNotificationSchema,
-    mutate: "witness_mutate_prompts",
-    alpha: "witness_alpha_prompt",
-    beta: "witness_beta_prompt",
-    list: async (c) => (await c.listPrompts()).prompts,
-    key: "name",
-    use: (c, name) => c.getPrompt({ name }),
-  },
-};
-
-// One waiter per domain: resolved by whatever the SDK delivers.
-const delivered = {};
-for (const d of Object.keys(DOMAINS)) {
-  let resolve;
-  const promise = new Promise((r) => (resolve = r));
-  delivered[d] = { promise, resolve, count: 0, at: null, items: null, error: null };
-}
-const deliver = (d, error, items) => {
-  const w = delivered[d];
-  w.count += 1;
-  if (w.at === null) {
-    w.at = Date.now();
-    w.error = error ? String(error) : null;
-    w.items = items ?? null;
-    w.resolve();
-  }
-};
+const DOMAINS = steps.domains(types);
+const names = Object.keys(DOMAINS);
+const { delivered, deliver } = steps.waiters(names);
 
 const options = { capabilities: {} };
-if (mode === "listChanged") {
-  options.listChanged = {};
-  for (const d of Object.keys(DOMAINS)) {
-    options.listChanged[d] = { onChanged: (error, items) => deliver(d, error, items) };
-  }
-}
+if (mode === "listChanged") options.listChanged = steps.listChangedOption(names, deliver);
 const client = new Client({ name: "typescript-sdk-cycle", version: sdkVersion }, options);
 if (mode === "handler") {
   for (const [d, spec] of Object.entries(DOMAINS)) {
@@ -111,55 +63,14 @@ const transport = new StdioClientTransport({
   stderr: "inherit",
 });
 
-const text = (r) =>
-  (r?.content ?? r?.contents ?? r?.messages ?? [])
-    .map((c) => c.text ?? c.content?.text ?? "")
-    .join(" ")
-    .slice(0, 120);
-const attempt = async (f) => {
-  try {
-    const r = await f();
-    return { ok: !r?.isError, text: text(r) };
-  } catch (e) {
-    return { ok: false, error: String(e?.message ?? e) };
-  }
-};
-
 const summary = { client: "@modelcontextprotocol/sdk", sdk_version: sdkVersion, node: process.version, mode, wait_ms: waitMs, domains: {} };
 try {
   await client.connect(transport);
   summary.server = client.getServerVersion();
   summary.server_capabilities = client.getServerCapabilities();
-  for (const [d, spec] of Object.entries(DOMAINS)) {
-    const r = {};
-    const before = await spec.list(client);
-    r.initial = before.map((it) => it[spec.key]);
-    r.alpha = await attempt(() => spec.use(client, spec.alpha));
-    const mutatedAt = Date.now();
-    r.mutate = await attempt(() => client.callTool({ name: spec.mutate, arguments: {} }));
-    const timeout = new Promise((res) => setTimeout(() => res("timeout"), waitMs));
-    const got = await Promise.race([delivered[d].promise.then(() => "delivered"), timeout]);
-    r.notification_delivered = got === "delivered";
-    if (r.notification_delivered) {
-      r.delivered_ms_after_mutate_call = delivered[d].at - mutatedAt;
-      if (delivered[d].error) r.delivery_error = delivered[d].error;
-      let items = delivered[d].items;
-      if (items) {
-        r.relisted_by = "sdk (listChanged autoRefresh)";
-      } else {
-        items = await spec.list(client);
-        r.relisted_by = "script (after the notification handler fired)";
-      }
-      r.relisted = items.map((it) => it[spec.key]);
-    } else {
-      r.relisted_by = "nobody (no notification delivered within the wait)";
-    }
-    r.beta = await attempt(() => spec.use(client, spec.beta));
-    summary.domains[d] = r;
-  }
-  const status = await attempt(() => client.callTool({ name: "witness_status", arguments: {} }));
+  summary.domains = await steps.runCycle(client, DOMAINS, delivered, waitMs);
+  const status = await steps.attempt(() => client.callTool({ name: "witness_status", arguments: {} }));
   summary.status = status.text;
-  for (const d of Object.keys(DOMAINS)) summary.domains[d].notifications_delivered = delivered[d].count;
   await client.close();
   console.log(JSON.stringify(summary));
   process.exit(0);

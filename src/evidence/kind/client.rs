@@ -1,5 +1,6 @@
 //! Kind `client`: `mcp-witness analyze --record` of a serve log, i.e. how one MCP client
-//! handled the list_changed cycle. Its fields and their shapes, its target id and
+//! handled the list_changed cycle and the flows (roots, elicitation, sampling, logging,
+//! completion, subscriptions, progress). Its fields and their shapes, its target id and
 //! observation digest, and its diff.
 
 use serde_json::{Value, json};
@@ -8,7 +9,9 @@ use super::shape::{COUNT, Field, SHA256, Shape};
 use super::{Change, Spec, View, field_change, item_changes, object};
 
 /// The verdict words, per domain and overall: the spec's terms (re-listing is no MUST in
-/// 2025-11-25), and the older words of blocks recorded before.
+/// 2025-11-25), the older words of blocks recorded before, and the words of the flows
+/// (`handled` overall: only flows were judged, none failed; `not handled` overall: a flow
+/// failed while no list_changed domain did).
 const VERDICT: Shape = Shape::Enum(&[
     "reacts to list_changed",
     "does not react",
@@ -16,7 +19,29 @@ const VERDICT: Shape = Shape::Enum(&[
     "incomplete",
     "compliant",
     "not compliant",
+    "handled",
+    "not handled",
+    "not declared",
+    "not exercised",
 ]);
+
+/// The domains a block judges: the three list_changed domains, then the flows (blocks
+/// recorded before the flows were signed hold only the first three).
+pub const DOMAINS: &[&str] = &[
+    "tools",
+    "resources",
+    "prompts",
+    "roots",
+    "elicitation",
+    "sampling",
+    "logging",
+    "completion",
+    "subscriptions",
+    "progress",
+];
+
+/// The era serve marked for the session (absent in blocks recorded before it was kept).
+const ERA: Shape = Shape::OrNull(&Shape::Enum(&["legacy", "modern"]));
 
 /// Which session of the log was judged (older blocks judged the whole log).
 const SESSION: Shape = Shape::OrNull(&Shape::Obj(&[
@@ -24,6 +49,7 @@ const SESSION: Shape = Shape::OrNull(&Shape::Obj(&[
     Field::req("of", COUNT),
     Field::req("first_line", COUNT),
     Field::req("last_line", COUNT),
+    Field::opt("era", ERA),
 ]));
 
 /// `client`: the clientInfo name and version the client sent, or null.
@@ -53,7 +79,7 @@ pub const FIELDS: &[Field] = &[
         "domains",
         Shape::Array(
             &Shape::Obj(&[
-                Field::req("domain", Shape::Enum(&["tools", "resources", "prompts"])),
+                Field::req("domain", Shape::Enum(DOMAINS)),
                 Field::req("verdict", VERDICT),
                 Field::req("question", Shape::OrNull(&COUNT)),
                 Field::req("why", Shape::OrNull(&Shape::Str)),
@@ -203,6 +229,46 @@ mod tests {
     fn rules_of(v: &Value) -> Result<(), (String, String)> {
         let bytes = crate::evidence::canonical::to_bytes(v);
         rules(&View::of(crate::evidence::canonical_scan::Raw(&bytes)))
+    }
+
+    /// Every word analyze gives a domain or a flow may stand in a block.
+    #[test]
+    fn every_verdict_word_of_analyze_is_a_block_word() {
+        use crate::kit::analyze::Verdict;
+        use crate::kit::flow::FlowVerdict;
+        let Shape::Enum(words) = VERDICT else {
+            panic!("the verdict is an enum")
+        };
+        let why = || String::from("w");
+        let list = [
+            Verdict::Reacts,
+            Verdict::DoesNotReact {
+                question: 1,
+                why: why(),
+            },
+            Verdict::ServerFault {
+                question: 1,
+                why: why(),
+            },
+            Verdict::Incomplete { missing: why() },
+        ];
+        let flows = [
+            FlowVerdict::Handled,
+            FlowVerdict::NotHandled {
+                question: 1,
+                why: why(),
+            },
+            FlowVerdict::NotDeclared,
+            FlowVerdict::NotExercised,
+            FlowVerdict::Incomplete { missing: why() },
+        ];
+        for w in list
+            .iter()
+            .map(Verdict::word)
+            .chain(flows.iter().map(FlowVerdict::word))
+        {
+            assert!(words.contains(&w), "{w}");
+        }
     }
 
     #[test]
