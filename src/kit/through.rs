@@ -453,7 +453,11 @@ pub fn stderr_tail(server: &dyn Wire) -> String {
     let Some(log) = server.stderr() else {
         return String::new();
     };
-    let text = log.lock().map(|l| l.text_tail()).unwrap_or_default();
+    // A bridge may print a token it was given or fetched: secrets are masked first.
+    let text = log
+        .lock()
+        .map(|l| crate::redact::Redactor::default().text(&l.text_tail()))
+        .unwrap_or_default();
     let text = text.trim();
     if text.is_empty() {
         String::new()
