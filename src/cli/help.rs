@@ -119,6 +119,8 @@ pub const PAGES: &[Page] = &[
             "mcp-witness drive",
             "mcp-witness drive --domain tools --era both --keep-logs",
             "mcp-witness drive --domain roots --era both",
+            "mcp-witness drive --domain all --through \"python3 my_proxy.py -- {serve}\"",
+            "mcp-witness drive --domain tools --through \"npx mcp-remote {url}\"",
         ],
         exit_codes: "0 every expected answer holds, 1 something did not, 2 usage error",
     },

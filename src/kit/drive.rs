@@ -1,14 +1,19 @@
 //! `drive`: the control client. Spawns `mcp-witness serve` with a fresh log per domain and
 //! runs the cycle a correct client runs: list, use alpha, mutate, wait for the notification,
-//! re-list, use beta, try alpha (must fail), status. Then analyses the log.
+//! re-list, use beta, try alpha (must fail), status. Then analyses the log. With
+//! `--through CMD` a bridge stands between drive and serve (`kit::through`), and what crossed
+//! it is judged too (`kit::bridge`).
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::analyze::{self, Analysis};
+use super::bridge::{self, Judgement};
 use super::flow::{Flow, FlowVerdict};
+use super::through::{self, Cmd, Transcript};
 use super::{Domain, NEGATIVE_CONTROL, STATUS_TOOL};
 use crate::mcp::EraChoice;
 use crate::rpc::{Reply, Rpc};
@@ -20,6 +25,9 @@ pub const DRIVER_NAME: &str = "mcp-witness-drive";
 pub(super) const TIMEOUT: Duration = Duration::from_secs(10);
 /// How long to wait for the list_changed notification after the mutate reply.
 pub(super) const NOTIFY_WAIT: Duration = Duration::from_secs(2);
+/// Through a bridge: how long drive keeps reading after its last step, so a late message is
+/// seen (and judged delayed) rather than taken for dropped.
+const LATE_WAIT: Duration = Duration::from_millis(500);
 
 /// One step of the cycle and whether its answer was the expected one.
 #[derive(Debug, Clone)]
@@ -39,6 +47,38 @@ pub struct DomainRun {
     pub steps: Vec<Step>,
     /// One analysis per session of the log (drive's own log holds one).
     pub analysis: Option<Vec<Analysis>>,
+    /// With `--through`: the bridge and, once compared, its judgement.
+    pub bridge: Option<Bridged>,
+}
+
+/// The bridge of a `--through` run.
+#[derive(Debug)]
+pub struct Bridged {
+    /// `--through` as given.
+    pub cmd: String,
+    /// The argv it was started with (placeholders filled), shell-quoted.
+    pub started_as: Option<String>,
+    pub judgement: Option<Judgement>,
+    /// Sessions in serve's log that held only a handshake (a bridge probing serve before it
+    /// connects for real, as mcp-remote does): left out of the analysis.
+    pub probes: usize,
+    /// Why this run is no fair test of the bridge, when it is not.
+    pub caveat: Option<&'static str>,
+    /// The end of the bridge's stderr, as a clause (empty when it wrote none).
+    pub stderr: String,
+}
+
+/// What `serve --http` cannot carry, so a `{url}` bridge cannot be judged on it.
+const HTTP_CAVEAT: &str = "serve --http sends what a call produces only with the call's reply (so no server request or progress in the middle of a call reaches a {url} bridge), and refuses subscriptions/listen at the HTTP level, unlogged: a drop, or an answer \"by the bridge itself\", here may be serve --http's, not the bridge's";
+
+/// Whether the run needs what `serve --http` cannot carry: a server request in the middle of
+/// a call (legacy roots, elicitation, sampling), progress, or a `subscriptions/listen`
+/// stream (the modern list_changed cycle and subscriptions).
+fn beyond_serve_http(name: &str, era: Era) -> bool {
+    match era {
+        Era::Legacy => ["roots", "elicitation", "sampling", "progress"].contains(&name),
+        Era::Modern => ["tools", "resources", "prompts", "subscriptions", "progress"].contains(&name),
+    }
 }
 
 impl DomainRun {
@@ -50,6 +90,79 @@ impl DomainRun {
                     && a.iter()
                         .all(|s| s.flows.iter().all(|f| f.verdict == FlowVerdict::Handled))
             })
+            && match &self.bridge {
+                None => true,
+                Some(b) => b
+                    .judgement
+                    .as_ref()
+                    .is_some_and(|j| j.verdict() == bridge::Verdict::Forwards),
+            }
+    }
+
+    fn new(name: &'static str, era: Era, log: PathBuf, through: Option<&Cmd>) -> DomainRun {
+        DomainRun {
+            name,
+            era,
+            log,
+            steps: Vec::new(),
+            analysis: None,
+            bridge: through.map(|c| Bridged {
+                cmd: c.text.clone(),
+                started_as: None,
+                judgement: None,
+                probes: 0,
+                caveat: (c.reach == through::Reach::Http && beyond_serve_http(name, era))
+                    .then_some(HTTP_CAVEAT),
+                stderr: String::new(),
+            }),
+        }
+    }
+
+    /// After the run: ends the connection (and the bridge's process tree), analyses serve's
+    /// log and, through a bridge, judges what crossed it.
+    fn finish(&mut self, mut rpc: Rpc, mut link: Link, domains: &[Domain], flows: &[Flow]) {
+        if link.seen.is_some() {
+            let _ = rpc.wait_reply(&|_| false, LATE_WAIT);
+        }
+        if let Some(b) = &mut self.bridge {
+            b.stderr = through::stderr_tail(rpc.wire());
+        }
+        rpc.close(Grace::default());
+        if let Some(b) = &mut self.bridge {
+            b.started_as = link.started_as.take();
+        }
+        let seen = link.close();
+        match analyze::read_log(&self.log) {
+            Ok(l) => {
+                let mut analysis = analyze::analyze(&l, domains, flows);
+                if let Some(b) = &mut self.bridge {
+                    let before = analysis.len();
+                    let probe = |a: &Analysis| a.session.as_ref().is_some_and(|s| handshake_only(&l, s));
+                    if analysis.iter().any(|a| !probe(a)) {
+                        analysis.retain(|a| !probe(a));
+                    }
+                    b.probes = before - analysis.len();
+                }
+                self.analysis = Some(analysis);
+                if let (Some(b), Some(seen)) = (&mut self.bridge, seen) {
+                    let seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+                    b.judgement = Some(bridge::judge(&l, &seen));
+                }
+            }
+            Err(e) => {
+                let hint = match &self.bridge {
+                    Some(_) if !self.log.exists() => {
+                        " (serve never started: did the bridge run the {serve} command, or reach {url}?)"
+                    }
+                    _ => "",
+                };
+                self.steps.push(Step {
+                    what: "read the log".into(),
+                    ok: false,
+                    detail: format!("{e}{hint}"),
+                });
+            }
+        }
     }
 }
 
@@ -301,16 +414,11 @@ fn serve_spec(log: &std::path::Path) -> Result<SpawnSpec, String> {
     })
 }
 
-/// Runs the cycle for one domain against a fresh `serve`, in the given era.
-pub fn drive_domain(d: Domain, era: Era) -> DomainRun {
+/// Runs the cycle for one domain against a fresh `serve`, in the given era, directly or
+/// through a bridge.
+pub fn drive_domain(d: Domain, era: Era, through: Option<&Cmd>) -> DomainRun {
     let log = fresh_log(d.name(), era);
-    let mut run = DomainRun {
-        name: d.name(),
-        era,
-        log: log.clone(),
-        steps: Vec::new(),
-        analysis: None,
-    };
+    let mut run = DomainRun::new(d.name(), era, log.clone(), through);
     let mut step = |what: &str, ok: bool, detail: String| {
         run.steps.push(Step {
             what: what.to_string(),
@@ -326,6 +434,7 @@ pub fn drive_domain(d: Domain, era: Era) -> DomainRun {
             return run;
         }
     };
+    let mut link = Link::new(spec, through);
     let plan = Plan {
         choice: match era {
             Era::Legacy => EraChoice::Legacy,
@@ -335,10 +444,11 @@ pub fn drive_domain(d: Domain, era: Era) -> DomainRun {
         timeout: TIMEOUT,
         client: DRIVER_NAME,
     };
-    let (rpc, hs, outcome) = crate::session::open(&mut Spawner(spec), &plan);
+    let (rpc, hs, outcome) = crate::session::open(&mut link, &plan);
     let Some(rpc) = rpc else {
         let why = outcome.err().map(|e| e.sentence()).unwrap_or_default();
-        step("spawn serve", false, why);
+        step(link.what(), false, format!("{why}{}", link.stderr));
+        link.close();
         return run;
     };
     let mut c = Client {
@@ -354,18 +464,23 @@ pub fn drive_domain(d: Domain, era: Era) -> DomainRun {
             Some(json!({"requestId": id, "reason": "drive done"})),
         );
     }
-    c.rpc.close(Grace::default());
-    match analyze::read_log(&log) {
-        Ok(l) => run.analysis = Some(analyze::analyze(&l, &[d], &[])),
-        Err(e) => {
-            run.steps.push(Step {
-                what: "read the log".into(),
-                ok: false,
-                detail: e.to_string(),
-            });
-        }
-    }
+    run.finish(c.rpc, link, &[d], &[]);
     run
+}
+
+/// Whether all the client sent in `session` was a handshake (or pings).
+fn handshake_only(log: &analyze::Log, session: &analyze::Session) -> bool {
+    let handshake = [
+        "initialize",
+        "notifications/initialized",
+        "server/discover",
+        "ping",
+    ];
+    log.entries
+        .iter()
+        .filter(|e| (session.first_line..=session.last_line).contains(&e.line) && e.dir == "in")
+        .filter_map(|e| e.msg.as_ref()?.get("method")?.as_str())
+        .all(|m| handshake.contains(&m))
 }
 
 /// The driver's own report: the steps, then the analysis.
@@ -373,10 +488,14 @@ pub fn report(runs: &[DomainRun]) -> String {
     let mut s = String::new();
     for r in runs {
         s.push_str(&format!(
-            "# drive: {} ({} era, log {})\n\n",
+            "# drive: {} ({} era, log {}{})\n\n",
             r.name,
             r.era.as_str(),
-            r.log.display()
+            r.log.display(),
+            match &r.bridge {
+                Some(b) => format!(", through `{}`", crate::inert::inert(&b.cmd)),
+                None => String::new(),
+            }
         ));
         for st in &r.steps {
             s.push_str(&format!(
@@ -391,6 +510,33 @@ pub fn report(runs: &[DomainRun]) -> String {
             s.push_str(&analyze::markdown(a, &r.log.display().to_string()));
             s.push('\n');
         }
+        if let Some(b) = &r.bridge {
+            if let Some(started) = &b.started_as {
+                s.push_str(&format!(
+                    "bridge started as: {}\n\n",
+                    crate::inert::inert(started)
+                ));
+            }
+            if !r.passed() && !b.stderr.is_empty() {
+                s.push_str(&format!(
+                    "bridge{}\n\n",
+                    crate::inert::inert(&b.stderr.replace('\n', " | "))
+                ));
+            }
+            if let Some(c) = b.caveat {
+                s.push_str(&format!("note: {c}\n\n"));
+            }
+            if b.probes > 0 {
+                s.push_str(&format!(
+                    "({} session(s) of serve's log held only a handshake, the bridge probing serve, and were not analysed)\n\n",
+                    b.probes
+                ));
+            }
+            if let Some(j) = &b.judgement {
+                s.push_str(&bridge::markdown(j, &b.cmd));
+                s.push('\n');
+            }
+        }
         s.push_str(&format!(
             "drive {} ({}): {}\n\n",
             r.name,
@@ -401,17 +547,80 @@ pub fn report(runs: &[DomainRun]) -> String {
     s
 }
 
-/// Starts `mcp-witness serve` for the session engine.
-struct Spawner(SpawnSpec);
+/// How drive reaches serve for one run: it starts `mcp-witness serve` itself, or starts the
+/// bridge (and, for `{url}`, `serve --http`) and keeps a tap on what crosses.
+struct Link<'a> {
+    serve: SpawnSpec,
+    through: Option<&'a Cmd>,
+    helper: Option<Server>,
+    seen: Option<Arc<Mutex<Transcript>>>,
+    started_as: Option<String>,
+    /// The end of the bridge's stderr when the session engine gave up on it.
+    stderr: String,
+}
 
-impl Connector for Spawner {
+impl<'a> Link<'a> {
+    fn new(serve: SpawnSpec, through: Option<&'a Cmd>) -> Link<'a> {
+        Link {
+            serve,
+            through,
+            helper: None,
+            seen: None,
+            started_as: None,
+            stderr: String::new(),
+        }
+    }
+
+    /// The step that failed when no connection could be made.
+    fn what(&self) -> &'static str {
+        if self.through.is_some() {
+            "start the bridge"
+        } else {
+            "spawn serve"
+        }
+    }
+
+    fn open(&mut self) -> Result<Rpc, String> {
+        let Some(cmd) = self.through else {
+            return Server::spawn(&self.serve)
+                .map(|s| Rpc::new(Box::new(s)))
+                .map_err(|e| format!("cannot start {}: {e}", self.serve.program.display()));
+        };
+        if let Some(old) = self.helper.take() {
+            old.teardown(Grace::default());
+        }
+        let started = through::start(cmd, &self.serve)?;
+        self.helper = started.helper;
+        self.seen = Some(started.seen);
+        self.started_as = Some(
+            started
+                .argv
+                .iter()
+                .map(|w| through::shell_quote(w))
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+        Ok(Rpc::new(Box::new(started.wire)))
+    }
+
+    /// Tears down `serve --http` when the bridge needed one; the tap's transcript.
+    fn close(self) -> Option<Arc<Mutex<Transcript>>> {
+        if let Some(h) = self.helper {
+            h.teardown(Grace::default());
+        }
+        self.seen
+    }
+}
+
+impl Connector for Link<'_> {
     fn connect(&mut self) -> Result<Rpc, String> {
-        Server::spawn(&self.0)
-            .map(|s| Rpc::new(Box::new(s)))
-            .map_err(|e| format!("cannot start {}: {e}", self.0.program.display()))
+        self.open()
     }
 
     fn retire(&mut self, rpc: Rpc) -> String {
+        if self.through.is_some() {
+            self.stderr = through::stderr_tail(rpc.wire());
+        }
         rpc.close(Grace::default());
         String::new()
     }
@@ -420,15 +629,9 @@ impl Connector for Spawner {
 /// Runs a flow (roots, elicitation) against a fresh `serve`, as a correct client would:
 /// declares the capability, calls the flow's ask tool and answers what serve asks (legacy: a
 /// server request; modern: `input_required`, answered by a retry with `inputResponses`).
-pub fn drive_flow(f: Flow, era: Era) -> DomainRun {
+pub fn drive_flow(f: Flow, era: Era, through: Option<&Cmd>) -> DomainRun {
     let log = fresh_log(f.name(), era);
-    let mut run = DomainRun {
-        name: f.name(),
-        era,
-        log: log.clone(),
-        steps: Vec::new(),
-        analysis: None,
-    };
+    let mut run = DomainRun::new(f.name(), era, log.clone(), through);
     let mut step = |what: &str, ok: bool, detail: String| {
         run.steps.push(Step {
             what: what.to_string(),
@@ -444,14 +647,15 @@ pub fn drive_flow(f: Flow, era: Era) -> DomainRun {
             return run;
         }
     };
-    let server = match Server::spawn(&spec) {
-        Ok(s) => s,
+    let mut link = Link::new(spec, through);
+    let mut rpc = match link.open() {
+        Ok(rpc) => rpc,
         Err(e) => {
-            step("spawn serve", false, e.to_string());
+            step(link.what(), false, e);
+            link.close();
             return run;
         }
     };
-    let mut rpc = Rpc::new(Box::new(server));
     let mut caps = serde_json::Map::new();
     caps.insert(f.name().into(), f.control_capability());
     let caps = Value::Object(caps);
@@ -548,17 +752,7 @@ pub fn drive_flow(f: Flow, era: Era) -> DomainRun {
             }
         }
     }
-    rpc.close(Grace::default());
-    match analyze::read_log(&log) {
-        Ok(l) => run.analysis = Some(analyze::analyze(&l, &[], &[f])),
-        Err(e) => {
-            run.steps.push(Step {
-                what: "read the log".into(),
-                ok: false,
-                detail: e.to_string(),
-            });
-        }
-    }
+    run.finish(rpc, link, &[], &[f]);
     run
 }
 

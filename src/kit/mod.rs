@@ -4,6 +4,7 @@
 //! the flows of `flow` (roots, elicitation) (`analyze`).
 
 pub mod analyze;
+pub mod bridge;
 pub mod drive;
 pub mod drive_modes;
 pub mod elicit_url;
@@ -13,6 +14,7 @@ pub mod roots_change;
 pub mod serve;
 pub mod serve_http;
 pub mod url_page;
+pub mod through;
 
 /// The three list domains the kit exercises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
