@@ -46,7 +46,7 @@ fn verdicts(stdout: &str) -> Vec<String> {
         .collect()
 }
 
-const LEGACY_DOMAINS: [&str; 10] = [
+const LEGACY_DOMAINS: [&str; 12] = [
     "tools",
     "resources",
     "prompts",
@@ -57,6 +57,8 @@ const LEGACY_DOMAINS: [&str; 10] = [
     "completion",
     "subscriptions",
     "progress",
+    "elicitation-url",
+    "elicitation-undeclared",
 ];
 
 #[test]
@@ -70,7 +72,7 @@ fn a_faithful_proxy_forwards_every_domain_in_both_eras() {
     );
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("drive: PASS"), "{}", run.stdout);
-    assert_eq!(verdicts(&run.stdout), vec!["forwards"; 20], "{}", run.stdout);
+    assert_eq!(verdicts(&run.stdout), vec!["forwards"; 24], "{}", run.stdout);
     for d in LEGACY_DOMAINS {
         assert!(
             run.stdout.contains(&format!("# drive: {d} (legacy era")),
