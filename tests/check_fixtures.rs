@@ -15,7 +15,7 @@ fn check(b: &Bench, extra: &[&str], behaviour: &[&str]) -> (i32, Value, String) 
     let mut args = vec!["check", "--json", "-e", &ev];
     args.extend_from_slice(extra);
     args.push("--");
-    args.push(FIXTURE);
+    args.push(fixture());
     args.extend_from_slice(behaviour);
     let run = b.run(&args);
     let report =
@@ -192,7 +192,7 @@ fn only_and_skip_select_an_id_and_everything_below_it() {
             .keys()
             .all(|id| !id.starts_with("robustness") && !id.starts_with("protocol"))
     );
-    let run = b.run(&["check", "--only", "nonsense", "--", FIXTURE, "correct"]);
+    let run = b.run(&["check", "--only", "nonsense", "--", fixture(), "correct"]);
     assert_eq!(run.code, 2);
 }
 
@@ -216,7 +216,7 @@ fn json_junit_and_sarif_reports_parse_back() {
         "--markdown",
         markdown.to_str().unwrap(),
         "--",
-        FIXTURE,
+        fixture(),
         "bad",
     ]);
     assert_eq!(run.code, 1);
@@ -265,7 +265,7 @@ fn github_annotations_and_the_job_summary() {
             "--only",
             "schema",
             "--",
-            FIXTURE,
+            fixture(),
             "bad",
         ])
         .env("GITHUB_STEP_SUMMARY", &summary)
@@ -288,7 +288,7 @@ fn diff_names_what_changed_between_the_two_latest_blocks_of_a_target() {
     let script = b.dir.join("server.sh");
     std::fs::write(
         &script,
-        format!("#!/bin/sh\nexec {FIXTURE} \"$(cat {})\"\n", mode.display()),
+        format!("#!/bin/sh\nexec {} \"$(cat {})\"\n", fixture(), mode.display()),
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -340,7 +340,7 @@ fn the_github_action_check_step_sets_its_outputs() {
         .args(["-e", "-c", &script])
         .env("RUNNER_TEMP", b.dir.path())
         .env("GITHUB_OUTPUT", &output)
-        .env("MCP_WITNESS_COMMAND", format!("{FIXTURE} bad"))
+        .env("MCP_WITNESS_COMMAND", format!("{} bad", fixture()))
         .env("MCP_WITNESS_ARGS", "--only schema")
         .env("MCP_WITNESS_STRICT", "false")
         .env("MCP_WITNESS_KEY", b.dir.join("key"))
@@ -598,7 +598,8 @@ fn shutdown_names_and_ends_every_process_that_left_the_group_or_session() {
         for pid in pids {
             assert!(
                 message.contains(&format!(
-                    "pid {pid} ({FIXTURE} lingerer {}) left its {left}, ended: sigterm",
+                    "pid {pid} ({} lingerer {}) left its {left}, ended: sigterm",
+                    fixture(),
                     if behaviour == "escape-daemon" {
                         "stay"
                     } else {
@@ -617,7 +618,7 @@ fn on_a_terminal_the_results_come_as_they_are_known_and_the_summary_last() {
         std::process::Command::new("script")
             .args([
                 "-qec",
-                &format!("{WITNESS} check --no-record -- {FIXTURE} correct"),
+                &format!("{WITNESS} check --no-record -- {} correct", fixture()),
                 "/dev/null",
             ])
             .stdin(std::process::Stdio::null()),
@@ -642,7 +643,7 @@ fn report_files_get_their_folders_before_the_run_and_a_bad_path_fails_before_it(
         "--junit",
         nested.to_str().unwrap(),
         "--",
-        FIXTURE,
+        fixture(),
         "correct",
     ]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
@@ -654,7 +655,7 @@ fn report_files_get_their_folders_before_the_run_and_a_bad_path_fails_before_it(
         "--sarif",
         folder.to_str().unwrap(),
         "--",
-        FIXTURE,
+        fixture(),
         "silent",
     ]);
     assert_eq!(run.code, 2);
@@ -670,7 +671,7 @@ fn report_files_get_their_folders_before_the_run_and_a_bad_path_fails_before_it(
 fn check_all_runs_every_server_of_a_config_and_finds_tools_that_shadow_another_servers() {
     let b = Bench::new("check-all");
     let config = b.dir.join("mcp.json");
-    let entry = |behaviour: &str| serde_json::json!({"command": FIXTURE, "args": [behaviour]});
+    let entry = |behaviour: &str| serde_json::json!({"command": fixture(), "args": [behaviour]});
     let text = serde_json::json!({"mcpServers": {
         "plain": entry("correct"),
         "more": entry("paginated"),
@@ -722,7 +723,7 @@ fn check_all_runs_every_server_of_a_config_and_finds_tools_that_shadow_another_s
         "--only",
         "security.tool_shadowing",
         "--",
-        FIXTURE,
+        fixture(),
         "correct",
     ]);
     assert!(
@@ -745,7 +746,7 @@ fn a_safe_tool_the_server_does_not_list_is_a_warning_on_stderr() {
         "--safe-tool",
         "echo",
         "--",
-        FIXTURE,
+        fixture(),
         "correct",
     ]);
     assert!(

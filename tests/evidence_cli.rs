@@ -274,7 +274,7 @@ fn eight_concurrent_probes_yield_eight_chained_blocks() {
                     "--env",
                     &format!("WRITER={i}"),
                     "--",
-                    FIXTURE,
+                    fixture(),
                     "correct",
                 ])
                 .current_dir(b.dir.path())
@@ -397,7 +397,7 @@ fn no_record_writes_nothing() {
 #[test]
 fn the_default_evidence_file_is_under_the_current_folder() {
     let b = Bench::new("default");
-    let run = b.run(&["probe", "--", FIXTURE, "correct"]);
+    let run = b.run(&["probe", "--", fixture(), "correct"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let path = b.dir.join("evidence").join("probes.jsonl");
     assert!(run.stdout.contains(path.to_str().unwrap()), "{}", run.stdout);
@@ -410,7 +410,7 @@ fn servers_come_from_client_configs_of_both_shapes() {
     let claude = b.dir.join("claude.json");
     fs::write(
         &claude,
-        serde_json::json!({"mcpServers": {"fx": {"command": FIXTURE, "args": ["paginated"], "env": {"API_TOKEN": "abc12345"}}}})
+        serde_json::json!({"mcpServers": {"fx": {"command": fixture(), "args": ["paginated"], "env": {"API_TOKEN": "abc12345"}}}})
             .to_string(),
     )
     .unwrap();
@@ -461,8 +461,8 @@ fn servers_come_from_client_configs_of_both_shapes() {
 fn usage_errors_exit_2() {
     let b = Bench::new("usage");
     assert_eq!(b.run(&["probe"]).code, 2);
-    assert_eq!(b.run(&["probe", "--timeout", "-1", "--", FIXTURE]).code, 2);
-    assert_eq!(b.run(&["probe", "--env", "NOEQUALS", "--", FIXTURE]).code, 2);
+    assert_eq!(b.run(&["probe", "--timeout", "-1", "--", fixture()]).code, 2);
+    assert_eq!(b.run(&["probe", "--env", "NOEQUALS", "--", fixture()]).code, 2);
     assert_eq!(b.run(&["verify"]).code, 2);
     let help = b.run(&["--help"]);
     assert!(
@@ -576,7 +576,7 @@ fn diff_json_gives_each_change_as_fields() {
     let mode = b.dir.join("mode");
     fs::write(
         &script,
-        format!("#!/bin/sh\nexec {FIXTURE} \"$(cat {})\"\n", mode.display()),
+        format!("#!/bin/sh\nexec {} \"$(cat {})\"\n", fixture(), mode.display()),
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;

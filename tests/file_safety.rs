@@ -147,7 +147,7 @@ fn config_key_and_trust_refuse_at_once_what_is_not_a_regular_file() {
         assert_refused(&run, words, &format!("--config {p}"));
         let run = bounded(
             &b.dir,
-            &["probe", "-e", &ev, "--key", p, "--", FIXTURE, "correct"],
+            &["probe", "-e", &ev, "--key", p, "--", fixture(), "correct"],
         );
         assert_refused(&run, words, &format!("probe --key {p}"));
         let run = bounded(&b.dir, &["key", "--key", p]);
@@ -180,10 +180,10 @@ fn an_evidence_file_that_is_not_a_regular_file_is_refused_before_the_run() {
     let dir = TempDir::new("notfiles-append");
     let not = NotFiles::new(&dir);
     for (path, words) in &not.paths {
-        let run = bounded(&dir, &["probe", "-e", s(path), "--", FIXTURE, "correct"]);
+        let run = bounded(&dir, &["probe", "-e", s(path), "--", fixture(), "correct"]);
         assert_refused(&run, words, &format!("probe -e {}", path.display()));
         assert!(!run.stdout.contains("recorded"), "{}", run.stdout);
-        let run = bounded(&dir, &["check", "-e", s(path), "--", FIXTURE, "correct"]);
+        let run = bounded(&dir, &["check", "-e", s(path), "--", fixture(), "correct"]);
         assert_refused(&run, words, &format!("check -e {}", path.display()));
     }
 }
@@ -194,7 +194,7 @@ fn a_dangling_link_as_the_evidence_file_is_refused_and_nothing_is_created_at_its
     let target = dir.join("elsewhere.jsonl");
     let link = dir.join("evidence.jsonl");
     std::os::unix::fs::symlink(&target, &link).unwrap();
-    let run = bounded(&dir, &["probe", "-e", s(&link), "--", FIXTURE, "correct"]);
+    let run = bounded(&dir, &["probe", "-e", s(&link), "--", fixture(), "correct"]);
     assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
     assert!(
         run.stderr.contains("is a dangling symbolic link") && run.stderr.contains("remove the link"),
@@ -210,7 +210,7 @@ fn a_link_to_an_existing_evidence_file_is_followed() {
     assert_eq!(b.probe_fixture(&[], &["correct"]).code, 0);
     let link = b.dir.join("link.jsonl");
     std::os::unix::fs::symlink(&b.evidence, &link).unwrap();
-    let run = bounded(&b.dir, &["probe", "-e", s(&link), "--", FIXTURE, "paginated"]);
+    let run = bounded(&b.dir, &["probe", "-e", s(&link), "--", fixture(), "paginated"]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert_eq!(b.blocks().len(), 2);
     assert_eq!(bounded(&b.dir, &["verify", s(&b.evidence)]).code, 0);
@@ -288,7 +288,7 @@ fn an_append_past_the_file_size_limit_leaves_the_file_as_it_was_and_says_so() {
             "-e",
             &ev,
             "--",
-            FIXTURE,
+            fixture(),
             "paginated",
         ],
     );
@@ -362,7 +362,7 @@ fn an_append_to_a_full_disk_leaves_the_file_as_it_was_and_says_disk_full() {
     };
     let ev = mount.0.join("evidence.jsonl");
     let evs = s(&ev).to_string();
-    let run = bounded(&b.dir, &["probe", "-e", &evs, "--", FIXTURE, "correct"]);
+    let run = bounded(&b.dir, &["probe", "-e", &evs, "--", fixture(), "correct"]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     // Fill the rest of the disk.
     {
@@ -374,7 +374,7 @@ fn an_append_to_a_full_disk_leaves_the_file_as_it_was_and_says_disk_full() {
     let before = bytes(&ev);
     // A check block (about 5 KB) is larger than a tmpfs page, so it cannot fit in what is
     // left of the file's last page: its write starts, then the disk is full.
-    let run = bounded(&b.dir, &["check", "-e", &evs, "--", FIXTURE, "correct"]);
+    let run = bounded(&b.dir, &["check", "-e", &evs, "--", fixture(), "correct"]);
     assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
     assert!(
         run.stderr.contains("disk full") && run.stderr.contains("left as it was"),
@@ -383,7 +383,7 @@ fn an_append_to_a_full_disk_leaves_the_file_as_it_was_and_says_disk_full() {
     );
     assert!(bytes(&ev) == before, "the file must be byte for byte as before");
     fs::remove_file(mount.0.join("filler")).unwrap();
-    let run = bounded(&b.dir, &["check", "-e", &evs, "--", FIXTURE, "correct"]);
+    let run = bounded(&b.dir, &["check", "-e", &evs, "--", fixture(), "correct"]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert_eq!(bounded(&b.dir, &["verify", &evs]).code, 0);
 }
