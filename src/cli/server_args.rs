@@ -389,7 +389,12 @@ impl Recorder {
             None
         } else {
             // A FIFO, device, folder or dangling link as the evidence file must not cost a run.
-            crate::files::check_append_target(&path, "evidence file").map_err(|e| e.to_string())?;
+            crate::files::check_append_target(&path, "evidence file").map_err(|e| match e.problem {
+                crate::files::Problem::NotWritable { .. } => {
+                    format!("{e} (-e FILE), or record nothing with --no-record")
+                }
+                _ => e.to_string(),
+            })?;
             Some(signing_key(args.key.clone()).map_err(|e| e.to_string())?)
         };
         Ok(Recorder { signer, path })
