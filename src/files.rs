@@ -178,10 +178,18 @@ pub fn open_append(path: &Path, role: &'static str) -> Result<File, FileError> {
     open(path, role, Access::AppendCreate)
 }
 
-/// Whether `open_append` could work: nothing at `path` yet, or a regular file, and a place
-/// this user may write (checked before a run, so a bad path does not cost one; `open_append`
-/// checks again).
+/// Whether `open_append` could work: nothing at `path` yet, or a regular file (checked before
+/// a run, so a bad path does not cost one; `open_append` checks again).
 pub fn check_append_target(path: &Path, role: &'static str) -> Result<(), FileError> {
+    look(path)
+        .map(|_| ())
+        .map_err(|problem| error(path, role, problem))
+}
+
+/// [`check_append_target`], and a place this user may write: the file itself when it exists
+/// (it is appended to or replaced in place), else the folder it would be created in. Not for
+/// a file replaced by a rename, which needs only its folder.
+pub fn check_write_target(path: &Path, role: &'static str) -> Result<(), FileError> {
     look(path)
         .and_then(|_| writable(path))
         .map_err(|problem| error(path, role, problem))

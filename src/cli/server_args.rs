@@ -389,7 +389,7 @@ impl Recorder {
             None
         } else {
             // A FIFO, device, folder or dangling link as the evidence file must not cost a run.
-            crate::files::check_append_target(&path, "evidence file").map_err(|e| match e.problem {
+            crate::files::check_write_target(&path, "evidence file").map_err(|e| match e.problem {
                 crate::files::Problem::NotWritable { .. } => {
                     format!("{e} (-e FILE), or record nothing with --no-record")
                 }
