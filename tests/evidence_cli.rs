@@ -458,6 +458,93 @@ fn servers_come_from_client_configs_of_both_shapes() {
 }
 
 #[test]
+fn workspace_sets_the_folder_workspace_folder_stands_for_in_probe_and_check() {
+    let b = Bench::new("workspace");
+    // A VS Code config in proj/.vscode: by default ${workspaceFolder} is proj, which has no
+    // bin/fx; the server and its envFile are in the folder --workspace names.
+    let vscode = b.dir.join("proj").join(".vscode");
+    let ws = b.dir.join("ws");
+    fs::create_dir_all(&vscode).unwrap();
+    fs::create_dir_all(ws.join("bin")).unwrap();
+    std::os::unix::fs::symlink(fixture(), ws.join("bin/fx")).unwrap();
+    fs::write(ws.join(".env"), "FROM_ENV_FILE=1\n").unwrap();
+    let config = vscode.join("mcp.json");
+    fs::write(
+        &config,
+        r#"{"servers": {"fx": {"command": "${workspaceFolder}/bin/fx", "args": ["correct"],
+            "envFile": "${workspaceFolder}/.env"}}}"#,
+    )
+    .unwrap();
+    let (ev, config, ws) = (
+        b.evidence.to_str().unwrap(),
+        config.to_str().unwrap(),
+        ws.to_str().unwrap(),
+    );
+    let probe = b.run(&[
+        "probe",
+        "-e",
+        ev,
+        "--config",
+        config,
+        "--server",
+        "fx",
+        "--workspace",
+        ws,
+    ]);
+    assert_eq!(probe.code, 0, "{}{}", probe.stdout, probe.stderr);
+    let block = b.last_block();
+    assert_eq!(block["target"]["command"][0], format!("{ws}/bin/fx"));
+    assert_eq!(block["target"]["env"], serde_json::json!(["FROM_ENV_FILE"]));
+
+    let check = b.run(&[
+        "check",
+        "--no-record",
+        "--config",
+        config,
+        "--server",
+        "fx",
+        "--workspace",
+        ws,
+        "--only",
+        "protocol.handshake",
+    ]);
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+
+    // Without it, the workspace is proj: its envFile is not there.
+    let default = b.run(&["check", "--no-record", "--config", config, "--server", "fx"]);
+    assert_eq!(default.code, 2, "{}{}", default.stdout, default.stderr);
+    assert!(default.stderr.contains("proj/.env"), "{}", default.stderr);
+
+    let missing = b.dir.join("nowhere");
+    let missing = missing.to_str().unwrap();
+    let run = b.run(&[
+        "probe",
+        "-e",
+        ev,
+        "--config",
+        config,
+        "--server",
+        "fx",
+        "--workspace",
+        missing,
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains(&format!("--workspace {missing}: not a folder")),
+        "{}",
+        run.stderr
+    );
+    let run = b.run(&["probe", "-e", ev, "--workspace", ws, "--", fixture(), "correct"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--workspace go with --config FILE"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn usage_errors_exit_2() {
     let b = Bench::new("usage");
     assert_eq!(b.run(&["probe"]).code, 2);

@@ -5,6 +5,7 @@ mod common;
 
 use std::process::{Command, Stdio};
 
+use common::fixture::Layout;
 use common::*;
 
 fn output(args: &[&str]) -> String {

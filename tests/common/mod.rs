@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 
 pub const WITNESS: &str = env!("CARGO_BIN_EXE_mcp-witness");
-pub use fixture::{Layout, fixture};
+pub use fixture::fixture;
 
-mod fixture;
+pub mod fixture;
 
 /// A temporary folder, removed when dropped.
 pub struct TempDir(PathBuf);
