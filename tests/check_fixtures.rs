@@ -221,6 +221,17 @@ fn json_junit_and_sarif_reports_parse_back() {
     ]);
     assert_eq!(run.code, 1);
     std::fs::write(&json, &run.stdout).unwrap();
+    validate_reports(&json, &junit, &sarif);
+    let md = std::fs::read_to_string(&markdown).unwrap();
+    assert!(
+        md.contains("## schema") && md.contains("`schema.annotations`"),
+        "{md}"
+    );
+}
+
+/// Validates the JSON, JUnit and SARIF reports with tests/validate_reports.py (the SARIF
+/// 2.1.0 schema included).
+fn validate_reports(json: &Path, junit: &Path, sarif: &Path) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let sarif_schema =
         reference_dir().join("node/node_modules/@microsoft/jest-sarif/lib/schemas/sarif-2.1.0-rtm.5.json");
@@ -246,11 +257,81 @@ fn json_junit_and_sarif_reports_parse_back() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let md = std::fs::read_to_string(&markdown).unwrap();
-    assert!(
-        md.contains("## schema") && md.contains("`schema.annotations`"),
-        "{md}"
-    );
+}
+
+#[test]
+fn sarif_results_of_a_server_from_config_point_at_its_entry_in_the_config_file() {
+    let b = Bench::new("check-sarif-config");
+    std::fs::create_dir(b.dir.join(".git")).unwrap();
+    let script = b.dir.join("srv.sh");
+    std::fs::write(&script, format!("#!/bin/sh\nexec {} bad\n", fixture())).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let config = b.dir.join("mcp.json");
+    std::fs::write(
+        &config,
+        format!(
+            "{{\n  \"mcpServers\": {{\n    \"other\": {{\"command\": \"x\"}},\n    \"bad\": {{\"command\": \"{}\", \"args\": [\"bad\"]}},\n    \"script\": {{\"command\": \"{}\"}}\n  }}\n}}\n",
+            fixture(),
+            script.display()
+        ),
+    )
+    .unwrap();
+    let check = |server: &str| -> Value {
+        let (json, junit, sarif) = (
+            b.dir.join(&format!("{server}.json")),
+            b.dir.join(&format!("{server}.xml")),
+            b.dir.join(&format!("{server}.sarif")),
+        );
+        let run = b.run(&[
+            "check",
+            "--no-record",
+            "--only",
+            "schema",
+            "--config",
+            config.to_str().unwrap(),
+            "--server",
+            server,
+            "--json",
+            json.to_str().unwrap(),
+            "--junit",
+            junit.to_str().unwrap(),
+            "--sarif",
+            sarif.to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+        validate_reports(&json, &junit, &sarif);
+        let sarif: Value = serde_json::from_slice(&std::fs::read(&sarif).unwrap()).unwrap();
+        assert_eq!(sarif["runs"][0]["columnKind"], "utf16CodeUnits");
+        let results = sarif["runs"][0]["results"].as_array().unwrap().clone();
+        assert!(!results.is_empty());
+        Value::Array(results)
+    };
+    let entry = |line: u64, column: u64, end: u64| {
+        serde_json::json!({
+            "artifactLocation": {"uri": "mcp.json", "uriBaseId": "SRCROOT"},
+            "region": {"startLine": line, "startColumn": column, "endColumn": end},
+        })
+    };
+
+    // The fixture is outside the repository: the config entry is where the results are.
+    for result in check("bad").as_array().unwrap() {
+        assert_eq!(
+            result["locations"][0]["physicalLocation"],
+            entry(4, 5, 10),
+            "{result}"
+        );
+        assert!(result.get("relatedLocations").is_none(), "{result}");
+    }
+    // A server whose own file is in the repository is located there, its entry related.
+    for result in check("script").as_array().unwrap() {
+        let primary = &result["locations"][0]["physicalLocation"]["artifactLocation"];
+        assert_eq!(primary["uri"], "srv.sh", "{result}");
+        assert_eq!(
+            result["relatedLocations"][0]["physicalLocation"],
+            entry(5, 5, 13),
+            "{result}"
+        );
+    }
 }
 
 #[test]
