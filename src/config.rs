@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+pub mod locate;
+
 /// Config files larger than this are refused.
 const MAX_CONFIG: u64 = 16 << 20;
 
@@ -26,6 +28,13 @@ pub struct ServerEntry {
     pub cwd: Option<PathBuf>,
     /// VS Code's `envFile`, read by `parse` into `env`.
     pub env_file: Option<String>,
+}
+
+/// Where a server was taken from: its config file and its name there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub file: PathBuf,
+    pub name: String,
 }
 
 #[derive(Debug)]
@@ -158,9 +167,10 @@ pub fn well_known() -> Vec<PathBuf> {
     files
 }
 
-/// Reads server `name` from the config at `path`.
-pub fn load(path: &Path, name: &str) -> Result<ServerEntry, ConfigError> {
-    parse(&read(path)?, name, path)
+/// Reads server `name` from the config at `path`; `workspace` is the folder
+/// `${workspaceFolder}` stands for (see [`parse`]).
+pub fn load(path: &Path, name: &str, workspace: Option<&Path>) -> Result<ServerEntry, ConfigError> {
+    parse(&read(path)?, name, path, workspace)
 }
 
 /// The server names of the config at `path`, in file order... as its reader sorts them.
@@ -284,29 +294,43 @@ fn duplicate_server(text: &str) -> Option<String> {
     serde_json::from_str::<Top>(text).ok().and_then(|t| t.0)
 }
 
-/// Parses config text; `path` only names the file in errors.
-pub fn parse(text: &str, name: &str, path: &Path) -> Result<ServerEntry, ConfigError> {
+/// Parses config text; `path` names the file in errors and places the default workspace.
+/// `workspace` (`--workspace DIR`) is the folder `${workspaceFolder}` stands for; without it,
+/// the folder holding the config's `.vscode`, else the config's folder.
+pub fn parse(
+    text: &str,
+    name: &str,
+    path: &Path,
+    workspace: Option<&Path>,
+) -> Result<ServerEntry, ConfigError> {
     let value = value_of(text, path)?;
     let servers = &servers_of(&value, path)?;
     let mut entry = parse_entry(servers, name, path)?;
-    substitute(&mut entry, name, path)?;
+    let workspace = match workspace {
+        Some(dir) => std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
+        None => default_workspace(path),
+    };
+    substitute(&mut entry, name, &workspace)?;
     Ok(entry)
 }
 
-/// VS Code's variables, as VS Code resolves them: `${workspaceFolder}` (the folder holding
-/// `.vscode`, else the config's folder), `${userHome}`, `${env:VAR}` (empty when unset);
-/// `${input:ID}` is refused, naming it. Then `envFile` (KEY=VALUE lines) under the entry's
-/// own `env`.
-fn substitute(entry: &mut ServerEntry, name: &str, path: &Path) -> Result<(), ConfigError> {
+/// The folder VS Code opens a config in: the one holding `.vscode`, else the config's folder.
+fn default_workspace(path: &Path) -> PathBuf {
     let folder = std::path::absolute(path)
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf))
         .unwrap_or_default();
-    let workspace = if folder.file_name().is_some_and(|f| f == ".vscode") {
+    if folder.file_name().is_some_and(|f| f == ".vscode") {
         folder.parent().map(Path::to_path_buf).unwrap_or(folder)
     } else {
         folder
-    };
+    }
+}
+
+/// VS Code's variables, as VS Code resolves them: `${workspaceFolder}` (`workspace`),
+/// `${userHome}`, `${env:VAR}` (empty when unset); `${input:ID}` is refused, naming it. Then
+/// `envFile` (KEY=VALUE lines, relative to `workspace`) under the entry's own `env`.
+fn substitute(entry: &mut ServerEntry, name: &str, workspace: &Path) -> Result<(), ConfigError> {
     let home = std::env::var("HOME").unwrap_or_default();
     let one = |text: &str| -> Result<String, ConfigError> {
         let mut out = String::new();
@@ -577,7 +601,7 @@ mod tests {
     fn reads_the_claude_desktop_shape() {
         let text =
             r#"{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "srv"], "env": {"TOKEN": "t"}}}}"#;
-        let e = parse(text, "fs", p()).unwrap();
+        let e = parse(text, "fs", p(), None).unwrap();
         assert_eq!(e.command, "npx");
         assert_eq!(e.args, vec!["-y", "srv"]);
         assert_eq!(e.env, vec![("TOKEN".to_string(), "t".to_string())]);
@@ -586,7 +610,7 @@ mod tests {
     #[test]
     fn reads_the_vs_code_shape_with_comments_and_trailing_commas() {
         let text = "{\n // my servers\n \"servers\": {\"t\": {\"type\": \"stdio\", \"command\": \"srv\", /* x */ \"args\": [\"a//b\", // c\n],},},}";
-        let e = parse(text, "t", p()).unwrap();
+        let e = parse(text, "t", p(), None).unwrap();
         assert_eq!((e.command.as_str(), e.args), ("srv", vec!["a//b".to_string()]));
     }
 
@@ -595,37 +619,49 @@ mod tests {
         let text = r#"{"servers": {"web": {"type": "http", "url": "http://x/mcp", "headers": {"Authorization": "Bearer t0k3n"}},
             "s": {"url": "http://y"}, "old": {"type": "sse", "url": "http://z"}, "nourl": {"type": "http"},
             "ws": {"serverUrl": "http://w"}, "sock": {"type": "websocket", "url": "ws://v"}}}"#;
-        let web = parse(text, "web", p()).unwrap();
+        let web = parse(text, "web", p(), None).unwrap();
         assert_eq!(web.url.as_deref(), Some("http://x/mcp"));
         assert_eq!(
             web.headers,
             [("Authorization".to_string(), "Bearer t0k3n".to_string())]
         );
         assert!(web.command.is_empty());
-        assert_eq!(parse(text, "s", p()).unwrap().url.as_deref(), Some("http://y"));
-        assert_eq!(parse(text, "ws", p()).unwrap().url.as_deref(), Some("http://w"));
-        assert_eq!(parse(text, "old", p()).unwrap().url.as_deref(), Some("http://z"));
+        assert_eq!(
+            parse(text, "s", p(), None).unwrap().url.as_deref(),
+            Some("http://y")
+        );
+        assert_eq!(
+            parse(text, "ws", p(), None).unwrap().url.as_deref(),
+            Some("http://w")
+        );
+        assert_eq!(
+            parse(text, "old", p(), None).unwrap().url.as_deref(),
+            Some("http://z")
+        );
         assert!(matches!(
-            parse(text, "sock", p()),
+            parse(text, "sock", p(), None),
             Err(ConfigError::NotStdio { .. })
         ));
         assert!(matches!(
-            parse(text, "nourl", p()),
+            parse(text, "nourl", p(), None),
             Err(ConfigError::Field { field: "url", .. })
         ));
-        let err = parse(text, "nope", p()).unwrap_err().to_string();
+        let err = parse(text, "nope", p(), None).unwrap_err().to_string();
         assert!(err.contains("has: nourl, old, s, sock, web, ws"), "{err}");
-        assert!(matches!(parse("[]", "x", p()), Err(ConfigError::NoServers(_))));
-        assert!(matches!(parse("{", "x", p()), Err(ConfigError::Json(..))));
+        assert!(matches!(
+            parse("[]", "x", p(), None),
+            Err(ConfigError::NoServers(_))
+        ));
+        assert!(matches!(parse("{", "x", p(), None), Err(ConfigError::Json(..))));
     }
 
     #[test]
     fn a_byte_order_mark_is_accepted_and_a_name_given_twice_is_refused_naming_it() {
         let bom = "\u{feff}{\"mcpServers\": {\"a\": {\"command\": \"srv\"}}}";
-        assert_eq!(parse(bom, "a", p()).unwrap().command, "srv");
+        assert_eq!(parse(bom, "a", p(), None).unwrap().command, "srv");
         let twice =
             r#"{"servers": {"a": {"command": "one"}, "b": {"command": "x"}, "a": {"command": "two"}}}"#;
-        let err = parse(twice, "b", p()).unwrap_err();
+        let err = parse(twice, "b", p(), None).unwrap_err();
         assert!(
             matches!(&err, ConfigError::Duplicate { name, .. } if name == "a"),
             "{err}"
@@ -648,7 +684,7 @@ mod tests {
             "s": {"command": "${workspaceFolder}/bin/srv", "args": ["--home", "${userHome}", "${unknown}"],
                   "env": {"MODE": "slow"}, "envFile": "${workspaceFolder}/.env"},
             "ask": {"command": "srv", "env": {"TOKEN": "${input:token}"}}}}"#;
-        let s = parse(text, "s", &path).unwrap();
+        let s = parse(text, "s", &path, None).unwrap();
         assert_eq!(s.command, format!("{}/bin/srv", dir.display()));
         assert_eq!(
             s.args,
@@ -665,7 +701,7 @@ mod tests {
                 ("MODE".to_string(), "slow".to_string())
             ]
         );
-        let err = parse(text, "ask", &path).unwrap_err();
+        let err = parse(text, "ask", &path, None).unwrap_err();
         assert!(
             matches!(&err, ConfigError::Input { input, .. } if input == "token"),
             "{err}"
@@ -678,7 +714,7 @@ mod tests {
     fn zed_context_servers_and_claude_code_project_servers_are_read() {
         let zed = r#"{"theme": "One", "context_servers": {"z": {"source": "custom",
             "command": {"path": "srv", "args": ["--x"], "env": {"K": "v"}}}}}"#;
-        let z = parse(zed, "z", p()).unwrap();
+        let z = parse(zed, "z", p(), None).unwrap();
         assert_eq!(
             (z.command.as_str(), z.args.as_slice()),
             ("srv", ["--x".to_string()].as_slice())
@@ -691,11 +727,11 @@ mod tests {
                          "/elsewhere": {"mcpServers": {"other": {"command": "o"}}}},
         })
         .to_string();
-        assert_eq!(parse(&claude, "user", p()).unwrap().command, "u");
-        assert_eq!(parse(&claude, "local", p()).unwrap().command, "l");
-        assert_eq!(parse(&claude, "both", p()).unwrap().command, "from-project");
+        assert_eq!(parse(&claude, "user", p(), None).unwrap().command, "u");
+        assert_eq!(parse(&claude, "local", p(), None).unwrap().command, "l");
+        assert_eq!(parse(&claude, "both", p(), None).unwrap().command, "from-project");
         assert!(matches!(
-            parse(&claude, "other", p()),
+            parse(&claude, "other", p(), None),
             Err(ConfigError::NoSuchServer { .. })
         ));
     }

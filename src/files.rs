@@ -8,6 +8,10 @@
 //! block the open) and the opened handle is checked again (so what is used is what was
 //! checked).
 //!
+//! A file that this user may not write, or whose folder they may not create files in (its
+//! permissions, or a read-only file system), is refused before a run too, naming the file or
+//! folder that is not writable rather than the error of the open that would follow.
+//!
 //! Symbolic links to regular files are followed. For an evidence file about to be created,
 //! a dangling symbolic link is refused rather than followed: creating a file wherever a link
 //! points is not what the user asked for. Creation uses `O_NOFOLLOW`, so a link planted
@@ -70,7 +74,34 @@ pub enum Problem {
     NotRegular(Kind),
     /// A symbolic link whose target does not exist.
     DanglingSymlink,
+    /// This user may not write there: `place` is the file itself, or the nearest folder that
+    /// exists on the way to it (where the file or its folders would be created).
+    NotWritable {
+        place: PathBuf,
+        folder: bool,
+        why: Refusal,
+    },
     Io(io::Error),
+}
+
+/// Why a place cannot be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Its permissions do not let this user write (`EACCES`, `EPERM`).
+    Permission,
+    /// It is on a file system mounted read-only (`EROFS`).
+    ReadOnlyFileSystem,
+}
+
+impl Refusal {
+    /// The refusal an error is, if it is one.
+    fn of(e: &io::Error) -> Option<Refusal> {
+        match e.kind() {
+            io::ErrorKind::PermissionDenied => Some(Refusal::Permission),
+            io::ErrorKind::ReadOnlyFilesystem => Some(Refusal::ReadOnlyFileSystem),
+            _ => None,
+        }
+    }
 }
 
 /// A path that could not be opened, with what it is for ("evidence file", "key file", …).
@@ -101,6 +132,18 @@ impl fmt::Display for FileError {
                 write!(
                     f,
                     "{role} {path} is a dangling symbolic link{target}; mcp-witness does not create files through links: remove the link or point it at an existing file"
+                )
+            }
+            Problem::NotWritable { place, folder, why } => {
+                let what = if *folder { "the folder" } else { "the file" };
+                let why = match why {
+                    Refusal::Permission => "is not writable by this user",
+                    Refusal::ReadOnlyFileSystem => "is on a read-only file system",
+                };
+                write!(
+                    f,
+                    "{role} {path} cannot be written: {what} {} {why}; run from a folder you can write to, or give a path in one",
+                    place.display()
                 )
             }
             Problem::Io(e) => write!(f, "{role} {path}: {e}"),
@@ -141,6 +184,56 @@ pub fn check_append_target(path: &Path, role: &'static str) -> Result<(), FileEr
     look(path)
         .map(|_| ())
         .map_err(|problem| error(path, role, problem))
+}
+
+/// [`check_append_target`], and a place this user may write: the file itself when it exists
+/// (it is appended to or replaced in place), else the folder it would be created in. Not for
+/// a file replaced by a rename, which needs only its folder.
+pub fn check_write_target(path: &Path, role: &'static str) -> Result<(), FileError> {
+    look(path)
+        .and_then(|_| writable(path))
+        .map_err(|problem| error(path, role, problem))
+}
+
+/// Whether this user may write a file at `path`: the file itself when it exists, else the
+/// nearest folder that exists on the way to it (the file and its missing folders would be
+/// created there). Only a refusal is an error; anything else is left to the write to report.
+fn writable(path: &Path) -> Result<(), Problem> {
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let (place, folder) = if fs::metadata(&path).is_ok() {
+        (path.as_path(), false)
+    } else {
+        match path.ancestors().skip(1).find(|a| fs::metadata(a).is_ok()) {
+            Some(dir) if dir.is_dir() => (dir, true),
+            _ => return Ok(()),
+        }
+    };
+    match sys::may_write(place, folder).map_err(|e| Refusal::of(&e)) {
+        Err(Some(why)) => Err(Problem::NotWritable {
+            place: place.to_path_buf(),
+            folder,
+            why,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// `e`, from opening `path` to write (`create`: a new file), as a refusal naming the place
+/// when it is one.
+fn refused(path: &Path, create: bool, e: io::Error) -> Problem {
+    let Some(why) = Refusal::of(&e) else {
+        return Problem::Io(e);
+    };
+    let place = match path.parent().filter(|p| create && !p.as_os_str().is_empty()) {
+        Some(dir) => dir.to_path_buf(),
+        None if create => PathBuf::from("."),
+        None => path.to_path_buf(),
+    };
+    Problem::NotWritable {
+        place,
+        folder: create,
+        why,
+    }
 }
 
 fn error(path: &Path, role: &'static str, problem: Problem) -> FileError {
@@ -209,7 +302,8 @@ fn open(path: &Path, role: &'static str, access: Access) -> Result<File, FileErr
             {
                 last_error = Some(e);
             }
-            Err(e) => return Err(err(Problem::Io(e))),
+            Err(e) if access == Access::Read => return Err(err(Problem::Io(e))),
+            Err(e) => return Err(err(refused(path, create, e))),
         }
     }
     let e = last_error.unwrap_or_else(|| io::Error::from(io::ErrorKind::NotFound));
@@ -313,6 +407,7 @@ impl<R: Read> Iterator for BoundedLines<R> {
 /// fails before the run and not after it. An existing regular file is left as it is (it is
 /// replaced when the output is written).
 pub fn prepare_output(path: &Path) -> Result<(), String> {
+    writable(path).map_err(|problem| error(path, "output file", problem).to_string())?;
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| {
             format!(

@@ -1,8 +1,9 @@
 //! The operating-system facts std does not offer: signalling a process group or one process,
 //! listing the live members of a group, reading any process's `/proc/<pid>/stat` and
 //! `cmdline`, starting a new session (`setsid`), becoming a child subreaper, reaping one
-//! known zombie child, the effective user id, clearing a file descriptor's `O_NONBLOCK`, and
-//! setting `SIGXFSZ` aside while an append writes.
+//! known zombie child, the effective user id, whether it may write a path (`faccessat`),
+//! clearing a file descriptor's `O_NONBLOCK`, and setting `SIGXFSZ` aside while an append
+//! writes.
 
 use std::io;
 
@@ -25,6 +26,11 @@ pub const O_NOFOLLOW: i32 = 0o400000;
 pub const ELOOP: i32 = 40;
 /// `ENXIO` on Linux: opening a socket, or a FIFO for writing with no reader.
 pub const ENXIO: i32 = 6;
+/// `faccessat(2)`'s "relative to the current folder", "with the effective ids", and modes.
+const AT_FDCWD: i32 = -100;
+const AT_EACCESS: i32 = 0x200;
+const W_OK: i32 = 2;
+const X_OK: i32 = 1;
 const F_GETFL: i32 = 3;
 const F_SETFL: i32 = 4;
 /// `SIG_IGN` and `SIG_ERR` as `signal(2)` takes and returns them.
@@ -51,6 +57,23 @@ unsafe extern "C" {
     fn prctl(option: i32, ...) -> i32;
     /// libc's `waitpid(2)`.
     fn waitpid(pid: i32, status: *mut i32, options: i32) -> i32;
+    /// libc's `faccessat(2)`.
+    fn faccessat(dirfd: i32, path: *const std::ffi::c_char, mode: i32, flags: i32) -> i32;
+}
+
+/// Whether this process, by its effective ids, may write `path`: a file, or a folder (create
+/// entries in it, which also needs search permission). `EACCES` or `EROFS` when it may not.
+pub fn may_write(path: &std::path::Path, folder: bool) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let mode = if folder { W_OK | X_OK } else { W_OK };
+    // SAFETY: `path` is a NUL-terminated string that outlives the call, which only reads it.
+    if unsafe { faccessat(AT_FDCWD, path.as_ptr(), mode, AT_EACCESS) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// The effective user id of this process.

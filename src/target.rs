@@ -77,6 +77,8 @@ pub struct ServerOptions {
     /// Bound on one stdout line.
     pub max_line: usize,
     pub grace: Grace,
+    /// `--config FILE --server NAME`: where the server's entry is (for reports to point at).
+    pub origin: Option<crate::config::Origin>,
 }
 
 impl ServerOptions {
@@ -95,6 +97,7 @@ impl ServerOptions {
             deadline: None,
             max_line: DEFAULT_MAX_LINE,
             grace: Grace::default(),
+            origin: None,
         }
     }
 

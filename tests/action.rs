@@ -41,7 +41,7 @@ fn run_step(dir: &TempDir, env: &[(&str, String)]) -> (i32, String) {
         .current_dir(dir.path())
         .env("RUNNER_TEMP", dir.join("runner"))
         .env("GITHUB_OUTPUT", &output)
-        .env("MCP_WITNESS_COMMAND", format!("{FIXTURE} correct"))
+        .env("MCP_WITNESS_COMMAND", format!("{} correct", fixture()))
         .env("MCP_WITNESS_URL", "")
         .env("MCP_WITNESS_ARGS", "--timeout 10")
         .env("MCP_WITNESS_STRICT", "false")

@@ -15,7 +15,7 @@ fn check(b: &Bench, extra: &[&str], behaviour: &[&str]) -> (i32, Value, String) 
     let mut args = vec!["check", "--json", "-e", &ev];
     args.extend_from_slice(extra);
     args.push("--");
-    args.push(FIXTURE);
+    args.push(fixture());
     args.extend_from_slice(behaviour);
     let run = b.run(&args);
     let report =
@@ -192,7 +192,7 @@ fn only_and_skip_select_an_id_and_everything_below_it() {
             .keys()
             .all(|id| !id.starts_with("robustness") && !id.starts_with("protocol"))
     );
-    let run = b.run(&["check", "--only", "nonsense", "--", FIXTURE, "correct"]);
+    let run = b.run(&["check", "--only", "nonsense", "--", fixture(), "correct"]);
     assert_eq!(run.code, 2);
 }
 
@@ -216,11 +216,22 @@ fn json_junit_and_sarif_reports_parse_back() {
         "--markdown",
         markdown.to_str().unwrap(),
         "--",
-        FIXTURE,
+        fixture(),
         "bad",
     ]);
     assert_eq!(run.code, 1);
     std::fs::write(&json, &run.stdout).unwrap();
+    validate_reports(&json, &junit, &sarif);
+    let md = std::fs::read_to_string(&markdown).unwrap();
+    assert!(
+        md.contains("## schema") && md.contains("`schema.annotations`"),
+        "{md}"
+    );
+}
+
+/// Validates the JSON, JUnit and SARIF reports with tests/validate_reports.py (the SARIF
+/// 2.1.0 schema included).
+fn validate_reports(json: &Path, junit: &Path, sarif: &Path) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let sarif_schema =
         reference_dir().join("node/node_modules/@microsoft/jest-sarif/lib/schemas/sarif-2.1.0-rtm.5.json");
@@ -246,11 +257,81 @@ fn json_junit_and_sarif_reports_parse_back() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let md = std::fs::read_to_string(&markdown).unwrap();
-    assert!(
-        md.contains("## schema") && md.contains("`schema.annotations`"),
-        "{md}"
-    );
+}
+
+#[test]
+fn sarif_results_of_a_server_from_config_point_at_its_entry_in_the_config_file() {
+    let b = Bench::new("check-sarif-config");
+    std::fs::create_dir(b.dir.join(".git")).unwrap();
+    let script = b.dir.join("srv.sh");
+    std::fs::write(&script, format!("#!/bin/sh\nexec {} bad\n", fixture())).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let config = b.dir.join("mcp.json");
+    std::fs::write(
+        &config,
+        format!(
+            "{{\n  \"mcpServers\": {{\n    \"other\": {{\"command\": \"x\"}},\n    \"bad\": {{\"command\": \"{}\", \"args\": [\"bad\"]}},\n    \"script\": {{\"command\": \"{}\"}}\n  }}\n}}\n",
+            fixture(),
+            script.display()
+        ),
+    )
+    .unwrap();
+    let check = |server: &str| -> Value {
+        let (json, junit, sarif) = (
+            b.dir.join(&format!("{server}.json")),
+            b.dir.join(&format!("{server}.xml")),
+            b.dir.join(&format!("{server}.sarif")),
+        );
+        let run = b.run(&[
+            "check",
+            "--no-record",
+            "--only",
+            "schema",
+            "--config",
+            config.to_str().unwrap(),
+            "--server",
+            server,
+            "--json",
+            json.to_str().unwrap(),
+            "--junit",
+            junit.to_str().unwrap(),
+            "--sarif",
+            sarif.to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+        validate_reports(&json, &junit, &sarif);
+        let sarif: Value = serde_json::from_slice(&std::fs::read(&sarif).unwrap()).unwrap();
+        assert_eq!(sarif["runs"][0]["columnKind"], "utf16CodeUnits");
+        let results = sarif["runs"][0]["results"].as_array().unwrap().clone();
+        assert!(!results.is_empty());
+        Value::Array(results)
+    };
+    let entry = |line: u64, column: u64, end: u64| {
+        serde_json::json!({
+            "artifactLocation": {"uri": "mcp.json", "uriBaseId": "SRCROOT"},
+            "region": {"startLine": line, "startColumn": column, "endColumn": end},
+        })
+    };
+
+    // The fixture is outside the repository: the config entry is where the results are.
+    for result in check("bad").as_array().unwrap() {
+        assert_eq!(
+            result["locations"][0]["physicalLocation"],
+            entry(4, 5, 10),
+            "{result}"
+        );
+        assert!(result.get("relatedLocations").is_none(), "{result}");
+    }
+    // A server whose own file is in the repository is located there, its entry related.
+    for result in check("script").as_array().unwrap() {
+        let primary = &result["locations"][0]["physicalLocation"]["artifactLocation"];
+        assert_eq!(primary["uri"], "srv.sh", "{result}");
+        assert_eq!(
+            result["relatedLocations"][0]["physicalLocation"],
+            entry(5, 5, 13),
+            "{result}"
+        );
+    }
 }
 
 #[test]
@@ -265,7 +346,7 @@ fn github_annotations_and_the_job_summary() {
             "--only",
             "schema",
             "--",
-            FIXTURE,
+            fixture(),
             "bad",
         ])
         .env("GITHUB_STEP_SUMMARY", &summary)
@@ -288,7 +369,7 @@ fn diff_names_what_changed_between_the_two_latest_blocks_of_a_target() {
     let script = b.dir.join("server.sh");
     std::fs::write(
         &script,
-        format!("#!/bin/sh\nexec {FIXTURE} \"$(cat {})\"\n", mode.display()),
+        format!("#!/bin/sh\nexec {} \"$(cat {})\"\n", fixture(), mode.display()),
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -340,7 +421,7 @@ fn the_github_action_check_step_sets_its_outputs() {
         .args(["-e", "-c", &script])
         .env("RUNNER_TEMP", b.dir.path())
         .env("GITHUB_OUTPUT", &output)
-        .env("MCP_WITNESS_COMMAND", format!("{FIXTURE} bad"))
+        .env("MCP_WITNESS_COMMAND", format!("{} bad", fixture()))
         .env("MCP_WITNESS_ARGS", "--only schema")
         .env("MCP_WITNESS_STRICT", "false")
         .env("MCP_WITNESS_KEY", b.dir.join("key"))
@@ -598,7 +679,8 @@ fn shutdown_names_and_ends_every_process_that_left_the_group_or_session() {
         for pid in pids {
             assert!(
                 message.contains(&format!(
-                    "pid {pid} ({FIXTURE} lingerer {}) left its {left}, ended: sigterm",
+                    "pid {pid} ({} lingerer {}) left its {left}, ended: sigterm",
+                    fixture(),
                     if behaviour == "escape-daemon" {
                         "stay"
                     } else {
@@ -617,7 +699,7 @@ fn on_a_terminal_the_results_come_as_they_are_known_and_the_summary_last() {
         std::process::Command::new("script")
             .args([
                 "-qec",
-                &format!("{WITNESS} check --no-record -- {FIXTURE} correct"),
+                &format!("{WITNESS} check --no-record -- {} correct", fixture()),
                 "/dev/null",
             ])
             .stdin(std::process::Stdio::null()),
@@ -642,7 +724,7 @@ fn report_files_get_their_folders_before_the_run_and_a_bad_path_fails_before_it(
         "--junit",
         nested.to_str().unwrap(),
         "--",
-        FIXTURE,
+        fixture(),
         "correct",
     ]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
@@ -654,7 +736,7 @@ fn report_files_get_their_folders_before_the_run_and_a_bad_path_fails_before_it(
         "--sarif",
         folder.to_str().unwrap(),
         "--",
-        FIXTURE,
+        fixture(),
         "silent",
     ]);
     assert_eq!(run.code, 2);
@@ -670,7 +752,7 @@ fn report_files_get_their_folders_before_the_run_and_a_bad_path_fails_before_it(
 fn check_all_runs_every_server_of_a_config_and_finds_tools_that_shadow_another_servers() {
     let b = Bench::new("check-all");
     let config = b.dir.join("mcp.json");
-    let entry = |behaviour: &str| serde_json::json!({"command": FIXTURE, "args": [behaviour]});
+    let entry = |behaviour: &str| serde_json::json!({"command": fixture(), "args": [behaviour]});
     let text = serde_json::json!({"mcpServers": {
         "plain": entry("correct"),
         "more": entry("paginated"),
@@ -722,7 +804,7 @@ fn check_all_runs_every_server_of_a_config_and_finds_tools_that_shadow_another_s
         "--only",
         "security.tool_shadowing",
         "--",
-        FIXTURE,
+        fixture(),
         "correct",
     ]);
     assert!(
@@ -745,7 +827,7 @@ fn a_safe_tool_the_server_does_not_list_is_a_warning_on_stderr() {
         "--safe-tool",
         "echo",
         "--",
-        FIXTURE,
+        fixture(),
         "correct",
     ]);
     assert!(

@@ -36,7 +36,7 @@ fn check(extra: &[&str], behaviour: &str) -> (i32, Value) {
     let b = Bench::new("check-past");
     let mut args = vec!["check", "--json", "--no-record", "--timeout", "5"];
     args.extend_from_slice(extra);
-    args.extend_from_slice(&["--", FIXTURE, behaviour]);
+    args.extend_from_slice(&["--", fixture(), behaviour]);
     let run = b.run(&args);
     let report =
         serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", run.stdout, run.stderr));

@@ -15,7 +15,7 @@ fn check(b: &Bench, extra: &[&str]) -> (i32, Value) {
     let ev = b.evidence.to_str().unwrap().to_string();
     let mut args = vec!["check", "--json", "-e", &ev];
     args.extend_from_slice(extra);
-    args.extend(["--", FIXTURE, "schema-defects"]);
+    args.extend(["--", fixture(), "schema-defects"]);
     let run = b.run(&args);
     let report =
         serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", run.stdout, run.stderr));

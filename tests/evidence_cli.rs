@@ -274,7 +274,7 @@ fn eight_concurrent_probes_yield_eight_chained_blocks() {
                     "--env",
                     &format!("WRITER={i}"),
                     "--",
-                    FIXTURE,
+                    fixture(),
                     "correct",
                 ])
                 .current_dir(b.dir.path())
@@ -397,7 +397,7 @@ fn no_record_writes_nothing() {
 #[test]
 fn the_default_evidence_file_is_under_the_current_folder() {
     let b = Bench::new("default");
-    let run = b.run(&["probe", "--", FIXTURE, "correct"]);
+    let run = b.run(&["probe", "--", fixture(), "correct"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let path = b.dir.join("evidence").join("probes.jsonl");
     assert!(run.stdout.contains(path.to_str().unwrap()), "{}", run.stdout);
@@ -410,7 +410,7 @@ fn servers_come_from_client_configs_of_both_shapes() {
     let claude = b.dir.join("claude.json");
     fs::write(
         &claude,
-        serde_json::json!({"mcpServers": {"fx": {"command": FIXTURE, "args": ["paginated"], "env": {"API_TOKEN": "abc12345"}}}})
+        serde_json::json!({"mcpServers": {"fx": {"command": fixture(), "args": ["paginated"], "env": {"API_TOKEN": "abc12345"}}}})
             .to_string(),
     )
     .unwrap();
@@ -458,11 +458,98 @@ fn servers_come_from_client_configs_of_both_shapes() {
 }
 
 #[test]
+fn workspace_sets_the_folder_workspace_folder_stands_for_in_probe_and_check() {
+    let b = Bench::new("workspace");
+    // A VS Code config in proj/.vscode: by default ${workspaceFolder} is proj, which has no
+    // bin/fx; the server and its envFile are in the folder --workspace names.
+    let vscode = b.dir.join("proj").join(".vscode");
+    let ws = b.dir.join("ws");
+    fs::create_dir_all(&vscode).unwrap();
+    fs::create_dir_all(ws.join("bin")).unwrap();
+    std::os::unix::fs::symlink(fixture(), ws.join("bin/fx")).unwrap();
+    fs::write(ws.join(".env"), "FROM_ENV_FILE=1\n").unwrap();
+    let config = vscode.join("mcp.json");
+    fs::write(
+        &config,
+        r#"{"servers": {"fx": {"command": "${workspaceFolder}/bin/fx", "args": ["correct"],
+            "envFile": "${workspaceFolder}/.env"}}}"#,
+    )
+    .unwrap();
+    let (ev, config, ws) = (
+        b.evidence.to_str().unwrap(),
+        config.to_str().unwrap(),
+        ws.to_str().unwrap(),
+    );
+    let probe = b.run(&[
+        "probe",
+        "-e",
+        ev,
+        "--config",
+        config,
+        "--server",
+        "fx",
+        "--workspace",
+        ws,
+    ]);
+    assert_eq!(probe.code, 0, "{}{}", probe.stdout, probe.stderr);
+    let block = b.last_block();
+    assert_eq!(block["target"]["command"][0], format!("{ws}/bin/fx"));
+    assert_eq!(block["target"]["env"], serde_json::json!(["FROM_ENV_FILE"]));
+
+    let check = b.run(&[
+        "check",
+        "--no-record",
+        "--config",
+        config,
+        "--server",
+        "fx",
+        "--workspace",
+        ws,
+        "--only",
+        "protocol.handshake",
+    ]);
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+
+    // Without it, the workspace is proj: its envFile is not there.
+    let default = b.run(&["check", "--no-record", "--config", config, "--server", "fx"]);
+    assert_eq!(default.code, 2, "{}{}", default.stdout, default.stderr);
+    assert!(default.stderr.contains("proj/.env"), "{}", default.stderr);
+
+    let missing = b.dir.join("nowhere");
+    let missing = missing.to_str().unwrap();
+    let run = b.run(&[
+        "probe",
+        "-e",
+        ev,
+        "--config",
+        config,
+        "--server",
+        "fx",
+        "--workspace",
+        missing,
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains(&format!("--workspace {missing}: not a folder")),
+        "{}",
+        run.stderr
+    );
+    let run = b.run(&["probe", "-e", ev, "--workspace", ws, "--", fixture(), "correct"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--workspace go with --config FILE"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn usage_errors_exit_2() {
     let b = Bench::new("usage");
     assert_eq!(b.run(&["probe"]).code, 2);
-    assert_eq!(b.run(&["probe", "--timeout", "-1", "--", FIXTURE]).code, 2);
-    assert_eq!(b.run(&["probe", "--env", "NOEQUALS", "--", FIXTURE]).code, 2);
+    assert_eq!(b.run(&["probe", "--timeout", "-1", "--", fixture()]).code, 2);
+    assert_eq!(b.run(&["probe", "--env", "NOEQUALS", "--", fixture()]).code, 2);
     assert_eq!(b.run(&["verify"]).code, 2);
     let help = b.run(&["--help"]);
     assert!(
@@ -576,7 +663,7 @@ fn diff_json_gives_each_change_as_fields() {
     let mode = b.dir.join("mode");
     fs::write(
         &script,
-        format!("#!/bin/sh\nexec {FIXTURE} \"$(cat {})\"\n", mode.display()),
+        format!("#!/bin/sh\nexec {} \"$(cat {})\"\n", fixture(), mode.display()),
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;

@@ -1,7 +1,9 @@
 //! Files that are not files, and writes that fail: every path a user names (evidence files,
 //! keys, `--trust` files, configs, serve logs) is refused at once when it is a FIFO, a
 //! device, a folder, a socket or a dangling link; diff and analyze read lines within a bound;
-//! and an append that cannot be written leaves the evidence file byte for byte as it was.
+//! an append that cannot be written leaves the evidence file byte for byte as it was; and a
+//! folder that cannot be written (its permissions, a read-only file system) is named as such
+//! before the run.
 
 mod common;
 
@@ -147,7 +149,7 @@ fn config_key_and_trust_refuse_at_once_what_is_not_a_regular_file() {
         assert_refused(&run, words, &format!("--config {p}"));
         let run = bounded(
             &b.dir,
-            &["probe", "-e", &ev, "--key", p, "--", FIXTURE, "correct"],
+            &["probe", "-e", &ev, "--key", p, "--", fixture(), "correct"],
         );
         assert_refused(&run, words, &format!("probe --key {p}"));
         let run = bounded(&b.dir, &["key", "--key", p]);
@@ -180,10 +182,10 @@ fn an_evidence_file_that_is_not_a_regular_file_is_refused_before_the_run() {
     let dir = TempDir::new("notfiles-append");
     let not = NotFiles::new(&dir);
     for (path, words) in &not.paths {
-        let run = bounded(&dir, &["probe", "-e", s(path), "--", FIXTURE, "correct"]);
+        let run = bounded(&dir, &["probe", "-e", s(path), "--", fixture(), "correct"]);
         assert_refused(&run, words, &format!("probe -e {}", path.display()));
         assert!(!run.stdout.contains("recorded"), "{}", run.stdout);
-        let run = bounded(&dir, &["check", "-e", s(path), "--", FIXTURE, "correct"]);
+        let run = bounded(&dir, &["check", "-e", s(path), "--", fixture(), "correct"]);
         assert_refused(&run, words, &format!("check -e {}", path.display()));
     }
 }
@@ -194,7 +196,7 @@ fn a_dangling_link_as_the_evidence_file_is_refused_and_nothing_is_created_at_its
     let target = dir.join("elsewhere.jsonl");
     let link = dir.join("evidence.jsonl");
     std::os::unix::fs::symlink(&target, &link).unwrap();
-    let run = bounded(&dir, &["probe", "-e", s(&link), "--", FIXTURE, "correct"]);
+    let run = bounded(&dir, &["probe", "-e", s(&link), "--", fixture(), "correct"]);
     assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
     assert!(
         run.stderr.contains("is a dangling symbolic link") && run.stderr.contains("remove the link"),
@@ -210,7 +212,7 @@ fn a_link_to_an_existing_evidence_file_is_followed() {
     assert_eq!(b.probe_fixture(&[], &["correct"]).code, 0);
     let link = b.dir.join("link.jsonl");
     std::os::unix::fs::symlink(&b.evidence, &link).unwrap();
-    let run = bounded(&b.dir, &["probe", "-e", s(&link), "--", FIXTURE, "paginated"]);
+    let run = bounded(&b.dir, &["probe", "-e", s(&link), "--", fixture(), "paginated"]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert_eq!(b.blocks().len(), 2);
     assert_eq!(bounded(&b.dir, &["verify", s(&b.evidence)]).code, 0);
@@ -288,7 +290,7 @@ fn an_append_past_the_file_size_limit_leaves_the_file_as_it_was_and_says_so() {
             "-e",
             &ev,
             "--",
-            FIXTURE,
+            fixture(),
             "paginated",
         ],
     );
@@ -313,10 +315,11 @@ fn an_append_past_the_file_size_limit_leaves_the_file_as_it_was_and_says_so() {
 struct Mount(PathBuf);
 
 impl Mount {
-    fn tmpfs(at: &Path, size: &str) -> Result<Mount, String> {
+    /// A tmpfs at `at` with mount `options` (`size=64k`, `ro`, …).
+    fn tmpfs(at: &Path, options: &str) -> Result<Mount, String> {
         fs::create_dir_all(at).unwrap();
         let out = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
             .arg(at)
             .output()
             .map_err(|e| e.to_string())?;
@@ -353,7 +356,7 @@ fn an_append_to_a_full_disk_leaves_the_file_as_it_was_and_says_disk_full() {
         return;
     }
     let b = Bench::new("diskfull");
-    let mount = match Mount::tmpfs(&b.dir.join("mnt"), "64k") {
+    let mount = match Mount::tmpfs(&b.dir.join("mnt"), "size=64k") {
         Ok(m) => m,
         Err(e) => {
             eprintln!("skipped: cannot mount a tmpfs here: {e}");
@@ -362,7 +365,7 @@ fn an_append_to_a_full_disk_leaves_the_file_as_it_was_and_says_disk_full() {
     };
     let ev = mount.0.join("evidence.jsonl");
     let evs = s(&ev).to_string();
-    let run = bounded(&b.dir, &["probe", "-e", &evs, "--", FIXTURE, "correct"]);
+    let run = bounded(&b.dir, &["probe", "-e", &evs, "--", fixture(), "correct"]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     // Fill the rest of the disk.
     {
@@ -374,7 +377,7 @@ fn an_append_to_a_full_disk_leaves_the_file_as_it_was_and_says_disk_full() {
     let before = bytes(&ev);
     // A check block (about 5 KB) is larger than a tmpfs page, so it cannot fit in what is
     // left of the file's last page: its write starts, then the disk is full.
-    let run = bounded(&b.dir, &["check", "-e", &evs, "--", FIXTURE, "correct"]);
+    let run = bounded(&b.dir, &["check", "-e", &evs, "--", fixture(), "correct"]);
     assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
     assert!(
         run.stderr.contains("disk full") && run.stderr.contains("left as it was"),
@@ -383,7 +386,7 @@ fn an_append_to_a_full_disk_leaves_the_file_as_it_was_and_says_disk_full() {
     );
     assert!(bytes(&ev) == before, "the file must be byte for byte as before");
     fs::remove_file(mount.0.join("filler")).unwrap();
-    let run = bounded(&b.dir, &["check", "-e", &evs, "--", FIXTURE, "correct"]);
+    let run = bounded(&b.dir, &["check", "-e", &evs, "--", fixture(), "correct"]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert_eq!(bounded(&b.dir, &["verify", &evs]).code, 0);
 }
@@ -457,4 +460,164 @@ fn serve_log_and_analyze_markdown_refuse_at_once_what_is_not_a_regular_file() {
         let run = bounded(&dir, &["analyze", s(&log), "--markdown", s(path)]);
         assert_refused(&run, words, &format!("analyze --markdown {}", path.display()));
     }
+}
+
+/// A folder this user may not write (mode 0555), with copies of mcp-witness and the fixture
+/// beside it and a private home, in a folder every user may pass through. As root, who may
+/// write anywhere, the commands run as `nobody` (setpriv); as anyone else, as themselves.
+struct ReadOnlyFolder {
+    base: TempDir,
+    ro: PathBuf,
+    home: PathBuf,
+}
+
+const NOBODY: u32 = 65534;
+
+impl ReadOnlyFolder {
+    fn new(label: &str) -> ReadOnlyFolder {
+        use std::os::unix::fs::PermissionsExt;
+        let base = TempDir::new(label);
+        fs::set_permissions(base.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        for (from, to) in [(WITNESS, "mcp-witness"), (fixture(), "fixture")] {
+            fs::copy(from, base.join(to)).unwrap();
+        }
+        let home = base.join("home");
+        fs::create_dir(&home).unwrap();
+        if is_root() {
+            std::os::unix::fs::chown(&home, Some(NOBODY), Some(NOBODY)).unwrap();
+        }
+        let ro = base.join("ro");
+        fs::create_dir(&ro).unwrap();
+        fs::write(ro.join("old.jsonl"), "").unwrap();
+        fs::set_permissions(ro.join("old.jsonl"), fs::Permissions::from_mode(0o444)).unwrap();
+        fs::set_permissions(&ro, fs::Permissions::from_mode(0o555)).unwrap();
+        ReadOnlyFolder { base, ro, home }
+    }
+
+    /// `mcp-witness ARGS` run in the read-only folder by a user who may not write it.
+    fn run(&self, args: &[&str]) -> Run {
+        let witness = self.base.join("mcp-witness");
+        let mut cmd = if is_root() {
+            let mut cmd = Command::new("setpriv");
+            let id = NOBODY.to_string();
+            cmd.args(["--reuid", &id, "--regid", &id, "--clear-groups"])
+                .arg(witness);
+            cmd
+        } else {
+            Command::new(witness)
+        };
+        cmd.args(args)
+            .current_dir(&self.ro)
+            .env("HOME", &self.home)
+            .env("MCP_WITNESS_KEY", self.home.join("signing.key"))
+            .env("MCP_WITNESS_DIGEST_CACHE", self.home.join("digests"))
+            .stdin(Stdio::null());
+        Run::from(bounded_output(&mut cmd))
+    }
+
+    fn fixture(&self) -> String {
+        s(&self.base.join("fixture")).to_string()
+    }
+}
+
+#[test]
+fn a_folder_this_user_may_not_write_is_named_as_not_writable_before_the_run() {
+    let f = ReadOnlyFolder::new("read-only");
+    let (ro, fx) = (s(&f.ro).to_string(), f.fixture());
+    let not_writable = format!("the folder {ro} is not writable by this user");
+
+    // The default evidence file, evidence/probes.jsonl under the working folder.
+    let run = f.run(&["probe", "--", &fx, "correct"]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "evidence file {ro}/evidence/probes.jsonl cannot be written: {not_writable}; run from a folder you can write to, or give a path in one (-e FILE), or record nothing with --no-record"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stdout.contains("pass:"),
+        "the run must not have started: {}",
+        run.stdout
+    );
+    assert!(
+        !f.home.join("signing.key").exists(),
+        "no key is made for a run that cannot record"
+    );
+
+    // A relative evidence path with folders to create; an existing file this user may not write.
+    let run = f.run(&["probe", "-e", "a/b/x.jsonl", "--", &fx, "correct"]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(run.stderr.contains(&not_writable), "{}", run.stderr);
+    let run = f.run(&["probe", "-e", "old.jsonl", "--", &fx, "correct"]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains(&format!("the file {ro}/old.jsonl is not writable by this user")),
+        "{}",
+        run.stderr
+    );
+
+    // Output files are refused the same way, before the run.
+    for (flag, file) in [("--json", "out.json"), ("--sarif", "reports/out.sarif")] {
+        let run = f.run(&["check", "--no-record", flag, file, "--", &fx, "correct"]);
+        assert_eq!(run.code, 2, "{flag}: {}{}", run.stdout, run.stderr);
+        assert!(
+            run.stderr
+                .contains(&format!("output file {file} cannot be written: {not_writable}")),
+            "{flag}: {}",
+            run.stderr
+        );
+    }
+
+    // What needs no writing works there.
+    let run = f.run(&["probe", "--no-record", "--", &fx, "correct"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+}
+
+#[test]
+fn a_read_only_file_system_is_named_as_such_before_the_run() {
+    if !is_root() {
+        eprintln!("skipped: mounting a read-only tmpfs needs root");
+        return;
+    }
+    let b = Bench::new("read-only-fs");
+    let mount = match Mount::tmpfs(&b.dir.join("mnt"), "ro,size=64k") {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("skipped: cannot mount a tmpfs here: {e}");
+            return;
+        }
+    };
+    let mnt = s(&mount.0).to_string();
+    let ev = format!("{mnt}/evidence.jsonl");
+    let run = bounded(&b.dir, &["probe", "-e", &ev, "--", fixture(), "correct"]);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "evidence file {ev} cannot be written: the folder {mnt} is on a read-only file system"
+        )),
+        "{}",
+        run.stderr
+    );
+    let report = format!("{mnt}/report.md");
+    let run = bounded(
+        &b.dir,
+        &[
+            "check",
+            "--no-record",
+            "--markdown",
+            &report,
+            "--",
+            fixture(),
+            "correct",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("is on a read-only file system"),
+        "{}",
+        run.stderr
+    );
 }

@@ -41,7 +41,7 @@ impl HttpFixture {
         let log = bench.dir.join(&format!("fixture-{mode}.log"));
         let marker = common::unique_marker(&format!("fixture-http-{mode}"));
         let (key, value) = marker.split_once('=').unwrap();
-        let mut child = Command::new(common::FIXTURE)
+        let mut child = Command::new(common::fixture())
             .args(["http", mode, "0"])
             .env(key, value)
             .stdin(Stdio::null())
@@ -267,7 +267,7 @@ fn the_redirecting_http_fixture_fails_the_probe_and_the_redirect_is_not_followed
 
 #[test]
 fn an_unknown_http_behaviour_is_refused_with_the_list_of_behaviours() {
-    let out = Command::new(common::FIXTURE)
+    let out = Command::new(common::fixture())
         .args(["http", "no-such-behaviour"])
         .stdin(Stdio::null())
         .output()

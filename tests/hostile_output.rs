@@ -7,10 +7,10 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::{FIXTURE, TempDir, WITNESS};
+use common::{TempDir, WITNESS, fixture};
 use serde_json::Value;
 
-/// The hostile text of the fixture's `hostile-text` behaviour (src/bin/fixture/hostile.rs).
+/// The hostile text of the fixture's `hostile-text` behaviour (examples/mcp-witness-fixture/hostile.rs).
 const HOSTILE: &str = "H\u{1b}[31mred\u{1b}]0;title\u{7}\u{1b}]52;c;aGk=\u{7}\u{1b}Pdcs\u{1b}\\\u{9b}31m\u{9d}osc\0nul\n::error::forged\n::stop-commands::x\r\nrecorded: forged\npass: forged\u{202e}rtl\u{2066}iso\u{e0041}tag";
 
 /// Lines a forger would like to start.
@@ -123,7 +123,16 @@ fn probe_summary_and_json_show_hostile_server_text_escaped_and_the_file_keeps_it
     let ev = ev.to_str().unwrap();
     let out = run(
         &dir,
-        &["probe", "-e", ev, "--call", "echo", "--", FIXTURE, "hostile-text"],
+        &[
+            "probe",
+            "-e",
+            ev,
+            "--call",
+            "echo",
+            "--",
+            fixture(),
+            "hostile-text",
+        ],
         &[],
     );
     assert!(
@@ -163,7 +172,7 @@ fn probe_summary_and_json_show_hostile_server_text_escaped_and_the_file_keeps_it
             "--call-args",
             r#"{"text":"fail"}"#,
             "--",
-            FIXTURE,
+            fixture(),
             "hostile-text",
         ],
         &[],
@@ -173,7 +182,7 @@ fn probe_summary_and_json_show_hostile_server_text_escaped_and_the_file_keeps_it
     assert!(text.contains("error -32603 failed: H\\u{1b}[31m"), "{text}");
     let out = run(
         &dir,
-        &["probe", "-e", ev, "--", FIXTURE, "hostile-text"],
+        &["probe", "-e", ev, "--", fixture(), "hostile-text"],
         &[("HOSTILE_CRASH", "1")],
     );
     assert_eq!(out.code, 1);
@@ -202,7 +211,7 @@ fn probe_summary_and_json_show_hostile_server_text_escaped_and_the_file_keeps_it
             "--call",
             "echo",
             "--",
-            FIXTURE,
+            fixture(),
             "hostile-text",
         ],
         &[],
@@ -269,7 +278,7 @@ fn check_every_format(dir: &TempDir, ev: &Path, extra: &[&str], server: &[&str])
 fn check_reports_in_every_format_show_hostile_server_text_escaped() {
     let dir = TempDir::new("hostile-check");
     let ev = dir.join("c.jsonl");
-    let (out, reports) = check_every_format(&dir, &ev, &[], &[FIXTURE, "hostile-text"]);
+    let (out, reports) = check_every_format(&dir, &ev, &[], &[fixture(), "hostile-text"]);
     assert_eq!(
         out.code,
         1,
@@ -292,7 +301,14 @@ fn check_reports_in_every_format_show_hostile_server_text_escaped() {
     // A server that dies in the handshake: the suite could not run, quoting its stderr.
     let out = run(
         &dir,
-        &["check", "--no-record", "--github", "--", FIXTURE, "hostile-text"],
+        &[
+            "check",
+            "--no-record",
+            "--github",
+            "--",
+            fixture(),
+            "hostile-text",
+        ],
         &[("HOSTILE_CRASH", "1")],
     );
     assert_eq!(out.code, 2, "{}", String::from_utf8_lossy(&out.stdout));
@@ -313,7 +329,7 @@ fn check_reports_in_every_format_show_hostile_server_text_escaped() {
 
     let out = run(
         &dir,
-        &["check", "--no-record", "--json", "--", FIXTURE, "hostile-text"],
+        &["check", "--no-record", "--json", "--", fixture(), "hostile-text"],
         &[],
     );
     assert_inert("check --json stdout", &out.stdout);
@@ -330,7 +346,7 @@ fn diff_of_hostile_blocks_shows_their_text_escaped() {
     let dir = TempDir::new("hostile-diff");
     let ev = dir.join("d.jsonl");
     let ev = ev.to_str().unwrap();
-    let args = ["probe", "-e", ev, "--", FIXTURE, "hostile-text"];
+    let args = ["probe", "-e", ev, "--", fixture(), "hostile-text"];
     run(&dir, &args, &[]);
     run(&dir, &args, &[("HOSTILE_VARIANT", "1")]);
     let out = run(&dir, &["diff", ev], &[]);
@@ -352,7 +368,7 @@ fn verify_quotes_hostile_file_text_escaped() {
     let dir = TempDir::new("hostile-verify");
     let ev = dir.join("v.jsonl");
     let evs = ev.to_str().unwrap();
-    run(&dir, &["probe", "-e", evs, "--", FIXTURE, "hostile-text"], &[]);
+    run(&dir, &["probe", "-e", evs, "--", fixture(), "hostile-text"], &[]);
     let out = run(&dir, &["verify", evs], &[]);
     assert_eq!(out.code, 0, "{}", String::from_utf8_lossy(&out.stdout));
     assert_inert("verify stdout", &out.stdout);
@@ -474,7 +490,7 @@ fn a_secret_the_server_echoes_into_every_field_is_masked_before_any_cut_everywhe
             "--call-args",
             &args_json,
             "--",
-            FIXTURE,
+            fixture(),
             "secret-echo",
             &env_arg,
             "-p",
@@ -483,7 +499,7 @@ fn a_secret_the_server_echoes_into_every_field_is_masked_before_any_cut_everywhe
         &[],
     );
     let (check, reports) =
-        check_every_format(&dir, &cev, &["--verbose"], &[FIXTURE, "secret-echo", &env_arg]);
+        check_every_format(&dir, &cev, &["--verbose"], &[fixture(), "secret-echo", &env_arg]);
     let check_json = run(
         &dir,
         &[
@@ -491,7 +507,7 @@ fn a_secret_the_server_echoes_into_every_field_is_masked_before_any_cut_everywhe
             "--no-record",
             "--json",
             "--",
-            FIXTURE,
+            fixture(),
             "secret-echo",
             &env_arg,
         ],
@@ -501,12 +517,12 @@ fn a_secret_the_server_echoes_into_every_field_is_masked_before_any_cut_everywhe
     let pev = pev.to_str().unwrap();
     let version_probe = run(
         &dir,
-        &["probe", "-e", pev, "--", FIXTURE, "secret-echo", &env_arg],
+        &["probe", "-e", pev, "--", fixture(), "secret-echo", &env_arg],
         &[("SECRET_PROTOCOL", "1")],
     );
     let version_check = run(
         &dir,
-        &["check", "-e", pev, "--", FIXTURE, "secret-echo", &env_arg],
+        &["check", "-e", pev, "--", fixture(), "secret-echo", &env_arg],
         &[("SECRET_PROTOCOL", "1")],
     );
     let probe_json = run(
@@ -516,7 +532,7 @@ fn a_secret_the_server_echoes_into_every_field_is_masked_before_any_cut_everywhe
             "--no-record",
             "--json",
             "--",
-            FIXTURE,
+            fixture(),
             "secret-echo",
             &env_arg,
         ],

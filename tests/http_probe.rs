@@ -737,7 +737,14 @@ fn transport_checks_find_what_server_everything_gets_wrong_and_the_python_sdk_ge
 #[test]
 fn transport_checks_are_skipped_over_stdio_and_say_why() {
     let bench = Bench::new("http-transport-stdio");
-    let run = bench.run(&["check", "--no-record", "--json", "--", common::FIXTURE, "correct"]);
+    let run = bench.run(&[
+        "check",
+        "--no-record",
+        "--json",
+        "--",
+        common::fixture(),
+        "correct",
+    ]);
     let report: Value = serde_json::from_str(&run.stdout).unwrap();
     let transport: Vec<&Value> = report["results"]
         .as_array()

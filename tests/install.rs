@@ -5,6 +5,7 @@ mod common;
 
 use std::process::{Command, Stdio};
 
+use common::fixture::Layout;
 use common::*;
 
 fn output(args: &[&str]) -> String {
@@ -94,4 +95,36 @@ fn zsh_and_fish_scripts_name_every_command() {
             assert!(script.contains(command), "{shell}: {command}");
         }
     }
+}
+
+/// `cargo install` puts `mcp-witness` on the user's PATH and nothing else: the test fixture is
+/// an example, built for the tests, never installed. Built in the test's own target folder and
+/// profile, so it reuses what the test run already compiled (offline, from Cargo.lock).
+#[test]
+fn cargo_install_installs_mcp_witness_alone() {
+    let root = TempDir::new("install");
+    let layout = Layout::of_this_binary();
+    let out = bounded_output(
+        Command::new(env!("CARGO"))
+            .args(["install", "--quiet", "--offline", "--locked", "--path"])
+            .arg(env!("CARGO_MANIFEST_DIR"))
+            .arg("--root")
+            .arg(root.path())
+            .arg("--target-dir")
+            .arg(&layout.target_dir)
+            .args(["--profile", &layout.profile])
+            .stdin(Stdio::null()),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut installed: Vec<String> = std::fs::read_dir(root.join("bin"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    installed.sort();
+    assert_eq!(installed, ["mcp-witness"]);
+    let version = bounded_output(Command::new(root.join("bin/mcp-witness")).arg("--version"));
+    assert!(
+        String::from_utf8_lossy(&version.stdout).starts_with("mcp-witness "),
+        "{version:?}"
+    );
 }

@@ -24,10 +24,10 @@ fn a_correct_server_passes_and_everything_is_recorded() {
     assert_eq!(block["server"]["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(tool_names(&block), ["echo", "add", "get_time"]);
     assert_eq!(block["tools"]["count"], 3);
-    assert_eq!(block["target"]["program"], FIXTURE);
+    assert_eq!(block["target"]["program"], fixture());
     let digest = {
         use sha2::Digest;
-        let bytes = std::fs::read(FIXTURE).unwrap();
+        let bytes = std::fs::read(fixture()).unwrap();
         mcp_witness::hex::encode(&sha2::Sha256::digest(bytes))
     };
     assert_eq!(block["target"]["program_sha256"], digest.as_str());
@@ -355,7 +355,7 @@ fn escapee_is_listed_and_ended_by(label: &str, behaviour: &str, left: &str, ende
             .iter()
             .map(|a| a.as_str().unwrap())
             .collect();
-        assert_eq!(argv[0], FIXTURE, "{e}");
+        assert_eq!(argv[0], fixture(), "{e}");
         assert_eq!(argv[1], "lingerer", "{e}");
         assert_eq!(e["left"], left, "{e}");
         assert_eq!(e["ended"], ended, "{e}");
@@ -432,7 +432,7 @@ fn a_program_that_cannot_start_is_a_recorded_fail() {
 #[test]
 fn a_bare_program_name_is_found_on_path_and_recorded_absolute() {
     let b = Bench::new("pathlookup");
-    let dir = std::path::Path::new(FIXTURE)
+    let dir = std::path::Path::new(fixture())
         .parent()
         .unwrap()
         .to_str()
@@ -452,7 +452,7 @@ fn a_bare_program_name_is_found_on_path_and_recorded_absolute() {
     ]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     let block = b.last_block();
-    assert_eq!(block["target"]["program"], FIXTURE);
+    assert_eq!(block["target"]["program"], fixture());
     assert_eq!(block["target"]["command"][0], "mcp-witness-fixture");
     assert_eq!(block["target"]["env"], serde_json::json!(["PATH"]));
 }
@@ -652,7 +652,7 @@ fn on_a_terminal(args: &str) -> String {
 
 #[test]
 fn a_long_wait_shows_what_is_awaited_on_a_terminal_and_nothing_in_a_pipe_or_with_quiet() {
-    let silent = format!("--no-record --timeout 2.5 -- {FIXTURE} silent");
+    let silent = format!("--no-record --timeout 2.5 -- {} silent", fixture());
     let shown = on_a_terminal(&format!("probe {silent}"));
     assert!(
         shown.contains("waiting for the initialize reply… 1 s of 2.5"),
@@ -668,7 +668,7 @@ fn a_long_wait_shows_what_is_awaited_on_a_terminal_and_nothing_in_a_pipe_or_with
         "--timeout",
         "2.5",
         "--",
-        FIXTURE,
+        fixture(),
         "silent",
     ]);
     assert_eq!(piped.code, 3);
@@ -681,8 +681,8 @@ fn probe_all_probes_every_server_of_a_config_and_exits_with_the_worst_verdict() 
     let b = Bench::new("probe-all");
     let config = b.dir.join("mcp.json");
     let text = serde_json::json!({"mcpServers": {
-        "good": {"command": FIXTURE, "args": ["correct"]},
-        "empty": {"command": FIXTURE, "args": ["empty-tools"]},
+        "good": {"command": fixture(), "args": ["correct"]},
+        "empty": {"command": fixture(), "args": ["empty-tools"]},
         "web": {"type": "websocket", "url": "ws://127.0.0.1:1"},
     }});
     std::fs::write(&config, text.to_string()).unwrap();
@@ -701,8 +701,8 @@ fn probe_all_probes_every_server_of_a_config_and_exits_with_the_worst_verdict() 
     assert_eq!(b.blocks().len(), 2, "one block per server that ran");
     // Without the unusable entry, the worst is the empty server's fail.
     let text = serde_json::json!({"mcpServers": {
-        "good": {"command": FIXTURE, "args": ["correct"]},
-        "empty": {"command": FIXTURE, "args": ["empty-tools"]},
+        "good": {"command": fixture(), "args": ["correct"]},
+        "empty": {"command": fixture(), "args": ["empty-tools"]},
     }});
     std::fs::write(&config, text.to_string()).unwrap();
     let run = b.run(&[
@@ -722,10 +722,9 @@ fn config_auto_reads_the_installed_clients_configs_and_says_which() {
     let project = b.dir.join("project");
     std::fs::create_dir_all(project.join(".cursor")).unwrap();
     std::fs::create_dir_all(home.join(".config/zed")).unwrap();
-    let cursor = serde_json::json!({"mcpServers": {"fx": {"command": FIXTURE, "args": ["correct"]}}});
+    let cursor = serde_json::json!({"mcpServers": {"fx": {"command": fixture(), "args": ["correct"]}}});
     std::fs::write(project.join(".cursor/mcp.json"), cursor.to_string()).unwrap();
-    let zed =
-        serde_json::json!({"context_servers": {"zz": {"command": {"path": FIXTURE, "args": ["paginated"]}}}});
+    let zed = serde_json::json!({"context_servers": {"zz": {"command": {"path": fixture(), "args": ["paginated"]}}}});
     std::fs::write(home.join(".config/zed/settings.json"), zed.to_string()).unwrap();
     let run = |args: &[&str]| {
         Run::from(bounded_output(

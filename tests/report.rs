@@ -47,7 +47,7 @@ fn evidence(label: &str) -> Bench {
         ("probe", "ignore-eof", &[]),
     ];
     for (verb, behaviour, env) in steps {
-        let r = run(&b, &[verb, "-q", "-e", &ev, "--", FIXTURE, behaviour], env);
+        let r = run(&b, &[verb, "-q", "-e", &ev, "--", fixture(), behaviour], env);
         assert!(
             r.code == 0 || r.code == 1,
             "{verb} {behaviour}: {}{}",
@@ -250,7 +250,7 @@ fn a_tampered_or_untrusted_files_report_says_so_at_the_top_and_exits_1() {
     let b = Bench::new("report-tampered");
     let ev = b.evidence.to_str().unwrap().to_string();
     for _ in 0..3 {
-        let r = run(&b, &["probe", "-q", "-e", &ev, "--", FIXTURE, "correct"], &[]);
+        let r = run(&b, &["probe", "-q", "-e", &ev, "--", fixture(), "correct"], &[]);
         assert_eq!(r.code, 0, "{}", r.stderr);
     }
     let key = b.public_key();
@@ -307,7 +307,7 @@ fn a_tampered_or_untrusted_files_report_says_so_at_the_top_and_exits_1() {
     // An intact file signed by a key the auditor does not trust.
     let u = Bench::new("report-untrusted");
     let uev = u.evidence.to_str().unwrap().to_string();
-    let r = run(&u, &["probe", "-q", "-e", &uev, "--", FIXTURE, "correct"], &[]);
+    let r = run(&u, &["probe", "-q", "-e", &uev, "--", fixture(), "correct"], &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let other = run(
         &u,
@@ -431,7 +431,7 @@ fn an_unreadable_file_a_malformed_key_an_unwritable_output_or_the_evidence_file_
     let r = run(&b, &["report", missing.to_str().unwrap()], &[]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     let ev = b.evidence.to_str().unwrap().to_string();
-    let p = run(&b, &["probe", "-q", "-e", &ev, "--", FIXTURE, "correct"], &[]);
+    let p = run(&b, &["probe", "-q", "-e", &ev, "--", fixture(), "correct"], &[]);
     assert_eq!(p.code, 0, "{}", p.stderr);
     let r = run(&b, &["report", "--trust", "ed25519:00", &ev], &[]);
     assert_eq!(r.code, 2, "{}", r.stderr);
@@ -496,7 +496,7 @@ fn reseal(b: &Bench, template: &serde_json::Value, n: u64, vary: impl Fn(u64, &m
 fn a_long_file_shows_the_last_200_blocks_of_a_target_and_the_first_64_targets_and_says_so() {
     let b = Bench::new("report-bounds");
     let ev = b.evidence.to_str().unwrap().to_string();
-    let r = run(&b, &["probe", "-q", "-e", &ev, "--", FIXTURE, "correct"], &[]);
+    let r = run(&b, &["probe", "-q", "-e", &ev, "--", fixture(), "correct"], &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let template = b.last_block();
     // 250 more runs of the same target, each a little slower; then 70 other targets.

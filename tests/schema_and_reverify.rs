@@ -331,7 +331,7 @@ fn verify_and_the_json_schema_agree_on_every_good_and_broken_block() {
         &["--call", "echo", "--call-args", r#"{"text":"hi"}"#],
         &["tool-error"],
     );
-    let run = b.run(&["check", "-e", &ev, "--", FIXTURE, "correct"]);
+    let run = b.run(&["check", "-e", &ev, "--", fixture(), "correct"]);
     assert!(matches!(run.code, 0 | 1), "{}{}", run.stdout, run.stderr);
     let blocks = b.blocks();
     let probe = body_of(&blocks[0]);

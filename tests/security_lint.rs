@@ -16,7 +16,7 @@ fn check_json(b: &Bench, extra: &[&str], behaviour: &[&str]) -> (i32, Value, Str
     let mut args = vec!["check", "--json", "-e", &ev];
     args.extend_from_slice(extra);
     args.push("--");
-    args.push(FIXTURE);
+    args.push(fixture());
     args.extend_from_slice(behaviour);
     let run = b.run(&args);
     let report =
@@ -139,7 +139,7 @@ const POISONED: &[(&str, &str, &[&str])] = &[
     ),
 ];
 
-/// The token the poisoned fixture leaks in an error (src/bin/fixture/poisoned.rs).
+/// The token the poisoned fixture leaks in an error (examples/mcp-witness-fixture/poisoned.rs).
 const LEAKED_TOKEN: &str = "ghp_0123456789abcdefghijklmnopqrstuvwxyz";
 
 #[test]
@@ -195,7 +195,7 @@ fn every_report_format_names_each_poisoned_finding_and_shows_no_raw_control_bidi
     let summary = dir.join("summary.md");
     let text = witness(
         &dir,
-        &["check", "--no-record", "--verbose", "--", FIXTURE, "poisoned"],
+        &["check", "--no-record", "--verbose", "--", fixture(), "poisoned"],
     );
     assert_eq!(text.code, 1, "{}", text.stdout);
     let out = Command::new(WITNESS)
@@ -210,7 +210,7 @@ fn every_report_format_names_each_poisoned_finding_and_shows_no_raw_control_bidi
             "--markdown",
             markdown.to_str().unwrap(),
             "--",
-            FIXTURE,
+            fixture(),
             "poisoned",
         ])
         .current_dir(dir.path())
@@ -344,7 +344,7 @@ fn a_tool_added_between_two_lists_is_a_warning_when_the_server_declares_list_cha
             "--only",
             "security.tool_list_drift",
         ])
-        .args(["--", FIXTURE, "poisoned"])
+        .args(["--", fixture(), "poisoned"])
         .current_dir(dir.path())
         .env("MCP_WITNESS_KEY", dir.join("signing.key"))
         .env("POISONED_LIST_CHANGED", "1")

@@ -53,7 +53,7 @@ fn probe(b: &Bench, extra: &[&str], behaviour: &[&str]) -> (Run, u64) {
     let mut args = vec!["probe", "-e", &ev, "--max-line", MAX_LINE];
     args.extend_from_slice(extra);
     args.push("--");
-    args.push(FIXTURE);
+    args.push(fixture());
     args.extend_from_slice(behaviour);
     measured(b, &args)
 }
@@ -63,7 +63,7 @@ fn check(b: &Bench, extra: &[&str], behaviour: &[&str]) -> (Value, u64) {
     let mut args = vec!["check", "--json", "--no-record", "--max-line", MAX_LINE];
     args.extend_from_slice(extra);
     args.push("--");
-    args.push(FIXTURE);
+    args.push(fixture());
     args.extend_from_slice(behaviour);
     let (run, peak) = measured(b, &args);
     let report =

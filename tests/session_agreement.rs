@@ -9,7 +9,9 @@ use mcp_witness::mcp::EraChoice;
 use mcp_witness::probe::outcome::ReasonCode;
 use mcp_witness::{CheckOptions, ProbeOptions, check, probe};
 
-const FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-witness-fixture");
+#[path = "common/fixture.rs"]
+mod fixture_path;
+use fixture_path::fixture;
 
 /// Probe reasons that are the probe's own gates on a session that did open.
 const PROBE_GATES: &[ReasonCode] = &[
@@ -21,7 +23,7 @@ const PROBE_GATES: &[ReasonCode] = &[
 
 /// Every behaviour the fixture lists, plus the ones that take an argument.
 fn behaviours() -> Vec<Vec<String>> {
-    let out = Command::new(FIXTURE).output().expect("the fixture runs");
+    let out = Command::new(fixture()).output().expect("the fixture runs");
     let usage = String::from_utf8_lossy(&out.stderr).into_owned();
     let list = usage
         .lines()
@@ -56,7 +58,7 @@ struct Opened {
 }
 
 fn command(behaviour: &[String]) -> Vec<String> {
-    let mut c = vec![FIXTURE.to_string()];
+    let mut c = vec![fixture().to_string()];
     c.extend(behaviour.iter().cloned());
     c
 }

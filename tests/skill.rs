@@ -52,7 +52,7 @@ fn every_command_of_the_skill_runs_as_written_against_a_correct_server() {
                 .args(["-c", command])
                 .current_dir(dir.path())
                 .env("PATH", &path)
-                .env("SERVER", format!("{FIXTURE} correct"))
+                .env("SERVER", format!("{} correct", fixture()))
                 .env("EVIDENCE", "evidence")
                 .env("MCP_WITNESS_KEY", dir.join("signing.key"))
                 .stdin(Stdio::null()),

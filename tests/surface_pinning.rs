@@ -28,7 +28,7 @@ fn a_rug_pull_is_caught_by_if_changed_by_diff_part_by_part_and_by_expect() {
     let probe = |extra: &[&str], rug: bool| {
         let mut args = vec!["probe", "-e", ev];
         args.extend_from_slice(extra);
-        args.extend_from_slice(&["--", FIXTURE, "correct"]);
+        args.extend_from_slice(&["--", fixture(), "correct"]);
         run(&b, &args, rug)
     };
 
@@ -57,7 +57,7 @@ fn a_rug_pull_is_caught_by_if_changed_by_diff_part_by_part_and_by_expect() {
     };
     let pinned = run(
         &b,
-        &["probe", "-e", gate, "--expect", ev, "--", FIXTURE, "correct"],
+        &["probe", "-e", gate, "--expect", ev, "--", fixture(), "correct"],
         false,
     );
     assert_eq!(pinned.code, 0, "{}{}", pinned.stdout, pinned.stderr);
@@ -67,7 +67,7 @@ fn a_rug_pull_is_caught_by_if_changed_by_diff_part_by_part_and_by_expect() {
     // The rug pull: the same names, so a name list could not tell.
     let pulled = run(
         &b,
-        &["probe", "-e", gate, "--expect", ev, "--", FIXTURE, "correct"],
+        &["probe", "-e", gate, "--expect", ev, "--", fixture(), "correct"],
         true,
     );
     assert_eq!(pulled.code, 1, "{}{}", pulled.stdout, pulled.stderr);
@@ -126,7 +126,7 @@ fn expect_without_a_baseline_or_on_a_broken_file_records_nothing_and_says_why() 
     let other = b.dir.join("other.jsonl");
     let run1 = run(
         &b,
-        &["probe", "-e", other.to_str().unwrap(), "--", FIXTURE, "correct"],
+        &["probe", "-e", other.to_str().unwrap(), "--", fixture(), "correct"],
         false,
     );
     assert_eq!(run1.code, 0);
@@ -140,7 +140,7 @@ fn expect_without_a_baseline_or_on_a_broken_file_records_nothing_and_says_why() 
             "--expect",
             other.to_str().unwrap(),
             "--",
-            FIXTURE,
+            fixture(),
             "paginated",
         ],
         false,
@@ -166,7 +166,7 @@ fn expect_without_a_baseline_or_on_a_broken_file_records_nothing_and_says_why() 
             "--expect",
             other.to_str().unwrap(),
             "--",
-            FIXTURE,
+            fixture(),
             "correct",
         ],
         false,

@@ -143,7 +143,7 @@ fn direct_session(b: &Bench) -> Vec<Case> {
     let input = dir.join("cap.in");
     let text: String = requests.iter().map(|r| format!("{r}\n")).collect();
     std::fs::write(&input, &text).unwrap();
-    let out = Command::new(FIXTURE)
+    let out = Command::new(fixture())
         .arg("wire-defects")
         .stdin(std::fs::File::open(&input).unwrap())
         .output()
@@ -289,7 +289,7 @@ fn the_wire_verdict_matches_the_official_sdks_on_every_message_of_the_fixtures_a
     let mut all = Vec::new();
     for (i, (behaviour, extra)) in RUNS.iter().enumerate() {
         let dir = b.dir.join(&format!("run-{i}"));
-        for (input, output) in capture(&b, &[FIXTURE, behaviour], extra, &dir) {
+        for (input, output) in capture(&b, &[fixture(), behaviour], extra, &dir) {
             all.extend(cases(&format!("{behaviour} {extra:?}"), &input, &output));
         }
     }

@@ -71,7 +71,7 @@ const PLANTED: &[(&str, &str, &str)] = &[
 #[test]
 fn check_exits_1_naming_each_planted_wire_defect_by_id_pointer_and_rule() {
     let b = Bench::new("wire-defects");
-    let (code, report) = check_json(&b, &["--timeout", "3"], &[FIXTURE, "wire-defects"]);
+    let (code, report) = check_json(&b, &["--timeout", "3"], &[fixture(), "wire-defects"]);
     assert_eq!(code, 1, "{report:#}");
     for (id, status, quoted) in PLANTED {
         let r = result(&report, id);
@@ -104,7 +104,7 @@ fn in_the_modern_era_a_bad_result_type_and_missing_cache_members_fail_and_a_serv
     let (code, report) = check_json(
         &b,
         &["--era", "modern", "--timeout", "3"],
-        &[FIXTURE, "wire-defects"],
+        &[fixture(), "wire-defects"],
     );
     assert_eq!(code, 1, "{report:#}");
     assert_eq!(report["protocol_version"], "2026-07-28", "{report:#}");
@@ -133,7 +133,7 @@ fn in_the_modern_era_a_bad_result_type_and_missing_cache_members_fail_and_a_serv
 #[test]
 fn methods_past_the_lists_are_graded_whenever_the_run_calls_them() {
     let b = Bench::new("wire-defects-past-lists");
-    let (_, report) = check_json(&b, &["--timeout", "3"], &[FIXTURE, "wire-defects"]);
+    let (_, report) = check_json(&b, &["--timeout", "3"], &[fixture(), "wire-defects"]);
     for (id, quoted) in [
         ("wire.prompts_get", "`/result/messages/0/role` [role]"),
         ("wire.resources_read", "`/result/contents/0` [text-or-blob]"),
@@ -157,9 +157,9 @@ fn clean_servers_have_no_wire_finding_in_either_era() {
     let log = b.dir.join("serve.jsonl");
     let log = log.to_str().unwrap();
     let runs: &[(&[&str], &[&str])] = &[
-        (&[], &[FIXTURE, "correct"]),
-        (&[], &[FIXTURE, "modern"]),
-        (&["--era", "modern"], &[FIXTURE, "modern"]),
+        (&[], &[fixture(), "correct"]),
+        (&[], &[fixture(), "modern"]),
+        (&["--era", "modern"], &[fixture(), "modern"]),
         (&[], &[witness, "serve", "--log", log]),
         (&["--era", "auto"], &[witness, "serve", "--log", log]),
     ];
@@ -188,7 +188,7 @@ fn clean_servers_have_no_wire_finding_in_either_era() {
 #[test]
 fn only_wire_still_walks_the_lists_it_validates() {
     let b = Bench::new("wire-only");
-    let (code, report) = check_json(&b, &["--only", "wire"], &[FIXTURE, "wire-defects"]);
+    let (code, report) = check_json(&b, &["--only", "wire"], &[fixture(), "wire-defects"]);
     assert_eq!(code, 1, "{report:#}");
     assert!(
         report["results"]
@@ -204,7 +204,7 @@ fn only_wire_still_walks_the_lists_it_validates() {
 #[test]
 fn notifications_and_server_requests_are_graded_on_a_clean_chatty_server() {
     let b = Bench::new("wire-chatty");
-    let (_, report) = check_json(&b, &[], &[FIXTURE, "chatty"]);
+    let (_, report) = check_json(&b, &[], &[fixture(), "chatty"]);
     for id in ["wire.notifications", "wire.server_requests"] {
         let r = result(&report, id);
         assert_eq!(r["status"], "pass", "{r:#}");

@@ -115,7 +115,7 @@ pub fn run(args: AnalyzeArgs) -> u8 {
     if let Some(path) = &args.markdown {
         // Only a regular file (or nothing yet) is written: a FIFO would block, a device or
         // folder is a mistake.
-        if let Err(e) = crate::files::check_append_target(path, "--markdown") {
+        if let Err(e) = crate::files::check_write_target(path, "--markdown") {
             return super::error(e);
         }
         if let Err(e) = std::fs::write(path, &text) {

@@ -93,6 +93,7 @@ pub fn run(args: CheckArgs) -> u8 {
         Ok(r) => r,
         Err(e) => return super::error(e),
     };
+    let origin = server.origin.clone();
     let mut opts = CheckOptions::new(Vec::new());
     opts.server = server;
     opts.only = args.only.clone();
@@ -150,7 +151,10 @@ pub fn run(args: CheckArgs) -> u8 {
     }
     let writes = [
         (&args.junit, report::junit(&report)),
-        (&args.sarif, format!("{:#}\n", report::sarif(&report))),
+        (
+            &args.sarif,
+            format!("{:#}\n", report::sarif(&report, origin.as_ref())),
+        ),
         (&args.markdown, report::markdown(&report)),
         (
             &json_file.cloned(),

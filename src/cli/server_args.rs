@@ -43,6 +43,10 @@ pub struct ServerArgs {
     /// Client config file (mcpServers or servers shape) to take the server from.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// The folder `${workspaceFolder}` stands for in --config (VS Code's variable) [default:
+    /// the folder holding the config's `.vscode`, else the config's folder].
+    #[arg(long, value_name = "DIR", requires = "config")]
+    pub workspace: Option<PathBuf>,
     /// Name of the server in --config.
     #[arg(long, value_name = "NAME", requires = "config")]
     pub server: Option<String>,
@@ -203,6 +207,22 @@ impl ServerArgs {
             }
             .to_string());
         }
+        // clap's `requires` does not hold these back when the target group is met otherwise.
+        if self.config.is_none() && (self.server.is_some() || self.workspace.is_some()) {
+            return Err("--server and --workspace go with --config FILE".into());
+        }
+        if let Some(dir) = &self.workspace
+            && !dir.is_dir()
+        {
+            return Err(format!("--workspace {}: not a folder", dir.display()));
+        }
+        let origin = match (&self.config, &self.server) {
+            (Some(file), Some(name)) => Some(config::Origin {
+                file: file.clone(),
+                name: name.clone(),
+            }),
+            _ => None,
+        };
         let (command, mut env, mut cwd) = match (&self.config, &self.server) {
             (Some(path), Some(name)) => {
                 if !self.command.is_empty() || url.is_some() {
@@ -210,7 +230,7 @@ impl ServerArgs {
                         "give either --config/--server, --url, or a command after --, not two".into(),
                     );
                 }
-                let entry = config::load(path, name).map_err(|e| e.to_string())?;
+                let entry = config::load(path, name, self.workspace.as_deref()).map_err(|e| e.to_string())?;
                 if entry.url.is_some() {
                     url = entry.url;
                     headers.extend(entry.headers.into_iter().map(|(n, v)| (n, HeaderValue(v))));
@@ -297,6 +317,7 @@ impl ServerArgs {
         opts.timeout = self.timeout;
         opts.deadline = self.deadline;
         opts.max_line = self.max_line.max(1024);
+        opts.origin = origin;
         Ok(opts)
     }
 }
@@ -389,7 +410,12 @@ impl Recorder {
             None
         } else {
             // A FIFO, device, folder or dangling link as the evidence file must not cost a run.
-            crate::files::check_append_target(&path, "evidence file").map_err(|e| e.to_string())?;
+            crate::files::check_write_target(&path, "evidence file").map_err(|e| match e.problem {
+                crate::files::Problem::NotWritable { .. } => {
+                    format!("{e} (-e FILE), or record nothing with --no-record")
+                }
+                _ => e.to_string(),
+            })?;
             Some(signing_key(args.key.clone()).map_err(|e| e.to_string())?)
         };
         Ok(Recorder { signer, path })

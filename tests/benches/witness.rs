@@ -36,7 +36,9 @@ use mcp_witness::evidence::block::{GENESIS_PREV, Link, seal};
 use serde_json::{Map, Value};
 
 const WITNESS: &str = env!("CARGO_BIN_EXE_mcp-witness");
-const FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-witness-fixture");
+#[path = "../common/fixture.rs"]
+mod fixture_path;
+use fixture_path::fixture;
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -145,7 +147,7 @@ fn probe_overhead(dir: &Path, runs: usize) {
     let key = dir.join("probe.key");
     let fed = || {
         let start = Instant::now();
-        let status = Command::new(FIXTURE)
+        let status = Command::new(fixture())
             .arg("correct")
             .stdin(fs::File::open(&messages).unwrap())
             .stdout(Stdio::null())
@@ -164,7 +166,7 @@ fn probe_overhead(dir: &Path, runs: usize) {
                 "-e",
                 evidence.to_str().unwrap(),
                 "--",
-                FIXTURE,
+                fixture(),
                 "correct",
             ])
             .stdout(Stdio::null())
@@ -204,7 +206,7 @@ fn sample_body(dir: &Path) -> Map<String, Value> {
             "--call-args",
             r#"{"text":"bench"}"#,
             "--",
-            FIXTURE,
+            fixture(),
             "banner",
         ])
         .current_dir(dir)
@@ -395,10 +397,10 @@ fn check_vs_probe(dir: &Path, runs: usize) {
     let everything =
         reference.join("node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     let mut servers: Vec<(&str, Vec<String>, usize)> = vec![
-        ("instant fixture", vec![FIXTURE.into(), "correct".into()], runs),
+        ("instant fixture", vec![fixture().into(), "correct".into()], runs),
         (
             "a fixture that takes 2 s to start",
-            vec![FIXTURE.into(), "slow-start".into(), "2000".into()],
+            vec![fixture().into(), "slow-start".into(), "2000".into()],
             runs.min(3),
         ),
     ];
@@ -471,7 +473,7 @@ fn group_cost(dir: &Path, runs: usize, number: &str, group: &str) {
                 ])
                 .args(if skip { vec!["--skip", group] } else { vec![] })
                 .arg("--")
-                .arg(FIXTURE)
+                .arg(fixture())
                 .args(behaviour)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())

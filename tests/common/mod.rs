@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 
 pub const WITNESS: &str = env!("CARGO_BIN_EXE_mcp-witness");
-pub const FIXTURE: &str = env!("CARGO_BIN_EXE_mcp-witness-fixture");
+pub use fixture::fixture;
+
+pub mod fixture;
 
 /// A temporary folder, removed when dropped.
 pub struct TempDir(PathBuf);
@@ -144,7 +146,7 @@ impl Bench {
         let mut args = vec!["probe", "-e", &ev];
         args.extend_from_slice(extra);
         args.push("--");
-        args.push(FIXTURE);
+        args.push(fixture());
         args.extend_from_slice(behaviour);
         witness(&self.dir, &args)
     }

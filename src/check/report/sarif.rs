@@ -1,13 +1,20 @@
-//! SARIF 2.1.0: one rule per check id, one result per warning or failure.
+//! SARIF 2.1.0: one rule per check id, one result per warning or failure. A result is
+//! located at the server's own file when it is in the repository; a server from `--config`
+//! also at its entry's name in the config file (line and column), as the primary location
+//! when there is no server file, else as a related one.
+
+use std::path::Path;
 
 use serde_json::{Value, json};
 
 use super::payload_lines;
 use crate::check::checks::ALL;
 use crate::check::model::{CheckReport, Status};
+use crate::config::{Origin, locate};
 use crate::inert::inert;
 
-pub fn sarif(r: &CheckReport) -> Value {
+/// The SARIF document of a check; `origin` is the config entry the server came from, if any.
+pub fn sarif(r: &CheckReport, origin: Option<&Origin>) -> Value {
     let rules: Vec<Value> = ALL
         .iter()
         .map(|c| {
@@ -24,6 +31,8 @@ pub fn sarif(r: &CheckReport) -> Value {
         .collect();
     let artifact = artifact(&r.target).map(|a| inert(&a).into_owned());
     let command_line = inert(&r.target.command.join(" ")).into_owned();
+    let module = json!([{"name": command_line, "kind": "module"}]);
+    let entry = origin.and_then(|o| config_location(Path::new(&r.target.cwd), o));
     let results: Vec<Value> = r
         .results
         .iter()
@@ -42,19 +51,32 @@ pub fn sarif(r: &CheckReport) -> Value {
                 text.push_str("\n| ");
                 text.push_str(&line);
             }
-            json!({
+            let mut result = json!({
                 "ruleId": x.id,
                 "ruleIndex": index,
                 "level": level,
                 "message": {"text": text},
-                "locations": [match &artifact {
-                    Some(uri) => json!({
-                        "physicalLocation": {"artifactLocation": {"uri": uri, "uriBaseId": "SRCROOT"}},
-                        "logicalLocations": [{"name": command_line, "kind": "module"}],
-                    }),
-                    None => json!({"logicalLocations": [{"name": command_line, "kind": "module"}]}),
-                }],
-            })
+            });
+            let location = match (&artifact, &entry) {
+                (Some(uri), _) => json!({
+                    "physicalLocation": {"artifactLocation": {"uri": uri, "uriBaseId": "SRCROOT"}},
+                    "logicalLocations": module,
+                }),
+                (None, Some(entry)) => json!({
+                    "physicalLocation": entry,
+                    "logicalLocations": module,
+                }),
+                (None, None) => json!({"logicalLocations": module}),
+            };
+            result["locations"] = json!([location]);
+            if let (Some(_), Some(entry)) = (&artifact, &entry) {
+                result["relatedLocations"] = json!([{
+                    "id": 1,
+                    "physicalLocation": entry,
+                    "message": {"text": "the server's entry in the config file"},
+                }]);
+            }
+            result
         })
         .collect();
     json!({
@@ -68,6 +90,7 @@ pub fn sarif(r: &CheckReport) -> Value {
                 "informationUri": "https://modelcontextprotocol.io/specification",
                 "rules": rules,
             }},
+            "columnKind": "utf16CodeUnits",
             "invocations": [{
                 "executionSuccessful": r.could_not_run.is_none(),
                 "commandLine": command_line,
@@ -75,6 +98,32 @@ pub fn sarif(r: &CheckReport) -> Value {
             "results": results,
         }],
     })
+}
+
+/// The physical location of the server's entry in its config file: the file relative to the
+/// repository (as [`artifact`] places the server's file), and the region of its name when it
+/// can be found. `None` for a config outside the repository.
+fn config_location(cwd: &Path, origin: &Origin) -> Option<Value> {
+    let uri = inert(&in_repository(cwd, &origin.file)?).into_owned();
+    let mut location = json!({"artifactLocation": {"uri": uri, "uriBaseId": "SRCROOT"}});
+    if let Some(at) = locate::entry(&origin.file, &origin.name) {
+        location["region"] = json!({
+            "startLine": at.line,
+            "startColumn": at.column,
+            "endColumn": at.end_column,
+        });
+    }
+    Some(location)
+}
+
+/// `file` relative to the repository `cwd` is in (the nearest folder above it holding `.git`,
+/// else `cwd` itself), with `/` separators; `None` when it is outside.
+fn in_repository(cwd: &Path, file: &Path) -> Option<String> {
+    let root = cwd.ancestors().find(|d| d.join(".git").exists()).unwrap_or(cwd);
+    let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let relative = file.strip_prefix(&root).ok()?;
+    Some(relative.to_string_lossy().replace('\\', "/"))
 }
 
 /// Interpreters whose first file argument is the server's own code.
@@ -87,9 +136,7 @@ const INTERPRETERS: &[&str] = &[
 /// (`node dist/index.js` → `dist/index.js`), or the program itself. Never an interpreter, and
 /// nothing outside that folder (a result then has only a logical location).
 fn artifact(t: &crate::probe::outcome::TargetSeen) -> Option<String> {
-    use std::path::Path;
     let cwd = Path::new(&t.cwd);
-    let root = cwd.ancestors().find(|d| d.join(".git").exists()).unwrap_or(cwd);
     let program = t.command.first()?;
     let name = Path::new(program).file_name()?.to_str()?;
     let interpreter = INTERPRETERS.iter().any(|i| {
@@ -104,10 +151,7 @@ fn artifact(t: &crate::probe::outcome::TargetSeen) -> Option<String> {
     } else {
         Path::new(t.program.as_deref()?).to_path_buf()
     };
-    let file = std::fs::canonicalize(&file).unwrap_or(file);
-    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-    let relative = file.strip_prefix(&root).ok()?;
-    Some(relative.to_string_lossy().replace('\\', "/"))
+    in_repository(cwd, &file)
 }
 
 #[cfg(test)]

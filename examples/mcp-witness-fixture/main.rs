@@ -132,39 +132,33 @@
 //!   missing or wrong-typed arguments ("done"); `shape_bad` returns a
 //!   malformed result and `big_result` 200,000 characters of text.
 //! - `hostile-text`, `hostile-html`, `secret-echo`: self-contained servers whose text is hostile
-//!   (terminal and CI-log hazards) or echoes a secret; see `fixture/hostile.rs`.
+//!   (terminal and CI-log hazards) or echoes a secret; see `hostile.rs`.
 //! - `poisoned`: a self-contained server whose tools carry one item for each finding of
 //!   `check`'s security group (hidden text, lookalike names, hidden instructions,
 //!   contradictory annotations, a secret and a traceback in error replies, a tool that
-//!   changes between two lists); see `fixture/poisoned.rs`.
+//!   changes between two lists); see `poisoned.rs`.
 //! - `schema-defects`: a self-contained server whose tools each plant one JSON Schema
 //!   defect (`required` a string, an unknown type, a missing or remote `$ref`, an array
 //!   without items, structuredContent violating its outputSchema, …); see
-//!   `fixture/schema_defects.rs`.
+//!   `schema_defects.rs`.
 //! - `past-clean`, `past-defects`, `past-undeclared-log`: self-contained servers with
 //!   resources, templates, prompts, completions and logging, clean or with one defect per
-//!   check past the lists and per negative protocol case; see `fixture/past.rs`.
+//!   check past the lists and per negative protocol case; see `past.rs`.
 //! - `wire-defects`: a self-contained server with one planted defect per class of `check`'s
 //!   wire group (a null title, a string `required`, an object `instructions`, an unknown
-//!   content type, an error without "jsonrpc", …); see `fixture/wire_defects.rs`.
+//!   content type, an error without "jsonrpc", …); see `wire_defects.rs`.
 //! - `http <BEHAVIOUR> [PORT]`: Streamable HTTP on `http://127.0.0.1:PORT/mcp` (PORT 0 or none:
 //!   any free port; the URL is printed on stdout), answering like `correct`; `correct` is a clean
 //!   HTTP server, and `session-unknown-400`, `session-deleted-200`, `version-accepted`,
 //!   `origin-served`, `host-served`, `accept-ignored`, `content-type-ignored`, `batch-accepted`,
 //!   `error-body-plain`, `unauthorized` (401) and `redirect` (307) each break one rule; see
-//!   `fixture/http.rs`.
+//!   `http.rs`.
 
-#[path = "fixture/hostile.rs"]
 mod hostile;
-#[path = "fixture/http.rs"]
 mod http;
-#[path = "fixture/past.rs"]
 mod past;
-#[path = "fixture/poisoned.rs"]
 mod poisoned;
-#[path = "fixture/schema_defects.rs"]
 mod schema_defects;
-#[path = "fixture/wire_defects.rs"]
 mod wire_defects;
 
 use serde_json::{Value, json};
