@@ -943,19 +943,31 @@ fn a_relist_outside_the_window_is_not_counted_as_a_reaction() {
 #[test]
 fn drive_passes_roots_elicitation_and_sampling_in_both_eras() {
     let dir = TempDir::new("drive-flows");
-    for (domain, method) in [
-        ("roots", "roots/list"),
-        ("elicitation", "elicitation/create"),
-        ("sampling", "sampling/createMessage"),
+    // `elicitation` is the whole domain: form, URL mode and the undeclared mode, in each era.
+    for (domain, method, runs) in [
+        ("roots", "roots/list", 2),
+        ("elicitation", "elicitation/create", 6),
+        ("sampling", "sampling/createMessage", 2),
     ] {
         let run = witness(&dir, &["drive", "--domain", domain, "--era", "both"]);
         assert_eq!(run.code, 0, "{domain}: {}\n{}", run.stdout, run.stderr);
         assert_eq!(
             run.stdout.matches("**Verdict: handled**").count(),
-            2,
+            runs,
             "{}",
             run.stdout
         );
+        if domain == "elicitation" {
+            for part in ["elicitation", "elicitation-url", "elicitation-undeclared"] {
+                for era in ["legacy", "modern"] {
+                    assert!(
+                        run.stdout.contains(&format!("# drive: {part} ({era} era")),
+                        "{part} {era}: {}",
+                        run.stdout
+                    );
+                }
+            }
+        }
         assert!(
             run.stdout.contains(&format!(
                 "Did the server answer `input_required` asking `{method}`? | yes |"

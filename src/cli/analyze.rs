@@ -14,15 +14,17 @@ pub enum KitDomain {
     Resources,
     Prompts,
     Roots,
+    /// Elicitation in every part: form mode, URL mode, and refusal of an undeclared mode.
     Elicitation,
     Sampling,
     Logging,
     Completion,
     Subscriptions,
     Progress,
-    /// URL mode elicitation (the loopback page, its completion).
+    /// Only the URL mode part of elicitation (the loopback page, its completion).
     ElicitationUrl,
-    /// An elicitation in a mode the client did not declare: it must refuse it.
+    /// Only the undeclared-mode part of elicitation: a request in a mode the client did not
+    /// declare, which it must refuse.
     ElicitationUndeclared,
     All,
 }
@@ -35,7 +37,12 @@ impl KitDomain {
             KitDomain::Resources => (vec![Domain::Resources], vec![]),
             KitDomain::Prompts => (vec![Domain::Prompts], vec![]),
             KitDomain::Roots => (vec![], vec![Flow::Roots]),
-            KitDomain::Elicitation => (vec![], vec![Flow::Elicitation]),
+            // The elicitation domain is all of it: form mode, URL mode and the refusal of a
+            // mode the client did not declare; the two narrower names pick one part.
+            KitDomain::Elicitation => (
+                vec![],
+                vec![Flow::Elicitation, Flow::ElicitationUrl, Flow::UndeclaredMode],
+            ),
             KitDomain::Sampling => (vec![], vec![Flow::Sampling]),
             KitDomain::Logging => (vec![], vec![Flow::Logging]),
             KitDomain::Completion => (vec![], vec![Flow::Completion]),

@@ -13,8 +13,8 @@ pub mod record;
 pub mod roots_change;
 pub mod serve;
 pub mod serve_http;
-pub mod url_page;
 pub mod through;
+pub mod url_page;
 
 /// The three list domains the kit exercises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
