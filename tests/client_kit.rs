@@ -97,20 +97,7 @@ fn drive_all_passes_against_serve() {
     let run = witness(&dir, &["drive", "--domain", "all"]);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("drive: PASS"));
-    for d in [
-        "tools",
-        "resources",
-        "prompts",
-        "roots",
-        "elicitation",
-        "sampling",
-        "logging",
-        "completion",
-        "subscriptions",
-        "progress",
-        "elicitation-url",
-        "elicitation-undeclared",
-    ] {
+    for d in EVERY_KIT_DOMAIN {
         assert!(run.stdout.contains(&format!("## Domain: {d}")), "{}", run.stdout);
     }
     assert_eq!(
@@ -1476,23 +1463,7 @@ fn record_signs_the_flows_with_their_verdicts_answers_and_era() {
         .iter()
         .map(|d| d["domain"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        names,
-        [
-            "tools",
-            "resources",
-            "prompts",
-            "roots",
-            "elicitation",
-            "sampling",
-            "logging",
-            "completion",
-            "subscriptions",
-            "progress",
-            "elicitation-url",
-            "elicitation-undeclared"
-        ]
-    );
+    assert_eq!(names, EVERY_KIT_DOMAIN);
     let domain = |n: &str| {
         b["domains"]
             .as_array()

@@ -46,21 +46,6 @@ fn verdicts(stdout: &str) -> Vec<String> {
         .collect()
 }
 
-const LEGACY_DOMAINS: [&str; 12] = [
-    "tools",
-    "resources",
-    "prompts",
-    "roots",
-    "elicitation",
-    "sampling",
-    "logging",
-    "completion",
-    "subscriptions",
-    "progress",
-    "elicitation-url",
-    "elicitation-undeclared",
-];
-
 #[test]
 fn a_faithful_proxy_forwards_every_domain_in_both_eras() {
     let dir = TempDir::new("through-faithful");
@@ -73,7 +58,7 @@ fn a_faithful_proxy_forwards_every_domain_in_both_eras() {
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("drive: PASS"), "{}", run.stdout);
     assert_eq!(verdicts(&run.stdout), vec!["forwards"; 24], "{}", run.stdout);
-    for d in LEGACY_DOMAINS {
+    for d in EVERY_KIT_DOMAIN {
         assert!(
             run.stdout.contains(&format!("# drive: {d} (legacy era")),
             "{d} was driven: {}",

@@ -172,22 +172,6 @@ fn typescript_sdk_notification_handler_receives_every_list_changed_and_reacts() 
     check_compliant_run("handler", "script");
 }
 
-/// Every domain analyze judges, list_changed domains first, then the flows.
-const EVERY_DOMAIN: [&str; 12] = [
-    "tools",
-    "resources",
-    "prompts",
-    "roots",
-    "elicitation",
-    "sampling",
-    "logging",
-    "completion",
-    "subscriptions",
-    "progress",
-    "elicitation-url",
-    "elicitation-undeclared",
-];
-
 /// `analyze --domain all --record` of a log with a fresh key in `dir`: the exit code, the
 /// one signed block (verified against that key) and the markdown.
 fn record_every_domain(dir: &TempDir, log: &Path) -> (i32, Value, String) {
@@ -238,7 +222,7 @@ fn verdicts(block: &Value) -> Vec<(String, String)> {
 }
 
 fn all(verdict: &str) -> Vec<(String, String)> {
-    EVERY_DOMAIN
+    EVERY_KIT_DOMAIN
         .iter()
         .enumerate()
         .map(|(i, d)| {

@@ -68,6 +68,24 @@ impl Run {
     }
 }
 
+/// Every domain of the client kit as `drive --domain all` runs it and a client block judges
+/// it: the three list_changed domains, then the flows.
+#[allow(dead_code)]
+pub const EVERY_KIT_DOMAIN: [&str; 12] = [
+    "tools",
+    "resources",
+    "prompts",
+    "roots",
+    "elicitation",
+    "sampling",
+    "logging",
+    "completion",
+    "subscriptions",
+    "progress",
+    "elicitation-url",
+    "elicitation-undeclared",
+];
+
 /// The longest any one command of a test may run: a hang is a failure with a dump, never a
 /// CI job that runs until it is killed.
 pub const COMMAND_BOUND: std::time::Duration = std::time::Duration::from_secs(240);
