@@ -86,6 +86,10 @@ impl Unsigned {
 
 /// The JCS order of two unescaped keys (UTF-8 bytes; anything else sorts by its bytes).
 pub fn key_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    // ASCII keys (nearly all of them) sort by their bytes.
+    if a.is_ascii() && b.is_ascii() {
+        return a.cmp(b);
+    }
     // Decided at the first differing byte when either side is ASCII there (both then stand
     // at a character boundary, and an ASCII unit sorts below any other in UTF-16 too) or when
     // one key is a prefix of the other; the whole keys are looked at only otherwise.
@@ -226,10 +230,7 @@ impl<'a> Scanner<'a> {
             // The common case first: a run of plain bytes.
             if owned.is_none() {
                 let rest = &self.b[self.i..];
-                self.i += rest
-                    .iter()
-                    .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
-                    .unwrap_or(rest.len());
+                self.i += super::find::string_stop(rest).unwrap_or(rest.len());
             }
             let Some(c) = self.peek() else {
                 return Err(self.err("unterminated string"));
@@ -477,7 +478,7 @@ impl<'a> Raw<'a> {
 /// Where the value starting at `i` of an already scanned line ends: strings are skipped to
 /// their closing quote and containers to their matching bracket, without checking again
 /// what `scan` checked. `None` on bytes that are not such a value.
-fn skip(b: &[u8], mut i: usize) -> Option<usize> {
+pub(crate) fn skip(b: &[u8], mut i: usize) -> Option<usize> {
     let mut depth = 0usize;
     loop {
         match *b.get(i)? {
@@ -507,11 +508,11 @@ fn skip(b: &[u8], mut i: usize) -> Option<usize> {
 }
 
 /// Just past the closing quote of the string whose opening quote is at `i`.
-fn string_end(b: &[u8], i: usize) -> Option<usize> {
+pub(crate) fn string_end(b: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
     loop {
         let rest = b.get(j..)?;
-        let at = rest.iter().position(|&c| c == b'"' || c == b'\\')?;
+        let at = super::find::quote_or_backslash(rest)?;
         if rest[at] == b'"' {
             return Some(j + at + 1);
         }
