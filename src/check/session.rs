@@ -235,12 +235,19 @@ impl<'o> Ctx<'o> {
         ctx
     }
 
-    /// The main session's handshake, then (legacy era) the version-negotiation side runs.
-    /// The side runs start only once the main handshake is done, so that a slow-starting
-    /// server's main wait never competes with two more copies of it for the cores.
+    /// The main session's handshake and the version-negotiation side runs (legacy era).
+    /// A stdio server asked for the legacy era needs the side runs whatever its handshake
+    /// shows, so they start with the main session: a server that is slow to start starts
+    /// three times at once, not twice one after the other. Otherwise (another era, which the
+    /// handshake settles, or HTTP, where it settles the transport the side runs use) they
+    /// start once the handshake is done.
     fn handshake(&mut self, side_runs: &[&'static str]) {
+        let early = self.opts.server.era == EraChoice::Legacy && self.spec.is_some();
+        if early {
+            self.start_side_runs(side_runs);
+        }
         self.open_session(self.opts.server.era);
-        if self.could_not_run.is_none() && self.era == Era::Legacy {
+        if !early && self.could_not_run.is_none() && self.era == Era::Legacy {
             self.start_side_runs(side_runs);
         }
     }
