@@ -477,10 +477,22 @@ fn the_version_side_runs_are_two_fresh_processes_beside_the_main_one() {
         })
         .collect();
     let pids = |kind: &str| -> std::collections::BTreeSet<u32> {
-        events.iter().filter(|(what, _)| *what == kind).map(|e| e.1).collect()
+        events
+            .iter()
+            .filter(|(what, _)| *what == kind)
+            .map(|e| e.1)
+            .collect()
     };
-    assert_eq!(pids("start").len(), 3, "the main process and two side runs: {text}");
-    assert_eq!(pids("initialized"), pids("start"), "each answered its initialize: {text}");
+    assert_eq!(
+        pids("start").len(),
+        3,
+        "the main process and two side runs: {text}"
+    );
+    assert_eq!(
+        pids("initialized"),
+        pids("start"),
+        "each answered its initialize: {text}"
+    );
 }
 
 #[test]

@@ -646,7 +646,10 @@ pub(crate) mod tests {
             &keys::public_text(&keys[1].verifying_key()),
         );
         let forged = forged.trim_end().as_bytes();
-        assert_eq!(check_line_with(forged, &mut cache).unwrap_err(), BlockError::HashMismatch);
+        assert_eq!(
+            check_line_with(forged, &mut cache).unwrap_err(),
+            BlockError::HashMismatch
+        );
     }
 
     #[test]

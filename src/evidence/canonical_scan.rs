@@ -86,10 +86,6 @@ impl Unsigned {
 
 /// The JCS order of two unescaped keys (UTF-8 bytes; anything else sorts by its bytes).
 pub fn key_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-    // ASCII keys (nearly all of them) sort by their bytes.
-    if a.is_ascii() && b.is_ascii() {
-        return a.cmp(b);
-    }
     // Decided at the first differing byte when either side is ASCII there (both then stand
     // at a character boundary, and an ASCII unit sorts below any other in UTF-16 too) or when
     // one key is a prefix of the other; the whole keys are looked at only otherwise.

@@ -21,7 +21,7 @@ pub fn fits_members(tables: &[&[Field]], members: &[(Cow<'_, [u8]>, Raw<'_>)]) -
         match members.binary_search_by(|(k, _)| key_order(k, field.name.as_bytes())) {
             Ok(m) => {
                 found += 1;
-                let value = members[m].1 .0;
+                let value = members[m].1.0;
                 if fits(&field.shape, value, 0) != Some(value.len()) {
                     return false;
                 }
@@ -207,10 +207,7 @@ mod tests {
             json!({"sha256": hex, "instructions": {"sha256": hex, "text": "hi"},
                    "tools": {"items": [tool.clone(), tool], "count": 2, "complete": true}}),
         );
-        b.insert(
-            "reasons".into(),
-            json!([{"code": "slow_start", "message": "m"}]),
-        );
+        b.insert("reasons".into(), json!([{"code": "slow_start", "message": "m"}]));
         b
     }
 
@@ -249,14 +246,20 @@ mod tests {
         all[(n as usize) % all.len()].clone()
     }
 
-    const NAMES: &[&str] = &["count", "name", "code", "signal", "pid", "zz", "error", "exit", "a\"b", "sha256"];
+    const NAMES: &[&str] = &[
+        "count", "name", "code", "signal", "pid", "zz", "error", "exit", "a\"b", "sha256",
+    ];
 
     /// Every value's JSON pointer.
     fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
         match v {
             Value::Object(m) => {
                 for (k, x) in m {
-                    pointers(x, format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), out);
+                    pointers(
+                        x,
+                        format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                        out,
+                    );
                 }
             }
             Value::Array(a) => {
@@ -323,7 +326,10 @@ mod tests {
                 if walk.is_ok() { fit += 1 } else { unfit += 1 }
             }
         }
-        assert!(fit > 1000 && unfit > 1000, "both answers exercised: {fit} fit, {unfit} not");
+        assert!(
+            fit > 1000 && unfit > 1000,
+            "both answers exercised: {fit} fit, {unfit} not"
+        );
     }
 
     /// The fast path finds a member by its first field of that name: no table may name one

@@ -9,8 +9,8 @@
 
 pub mod check;
 pub mod client;
-pub mod probe;
 pub mod fits;
+pub mod probe;
 pub mod shape;
 pub mod surface;
 
