@@ -128,8 +128,8 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// 1. What a probe costs beyond the server's own work, on the fixture and on the rmcp
-/// example server (when it builds).
+/// Bench 1: what a probe costs beyond the server's own work, on the fixture and on the
+/// rmcp example server (when it builds).
 fn probe_overhead(dir: &Path, runs: usize) {
     probe_overhead_of(dir, runs, "fixture", &[FIXTURE, "correct"]);
     match rmcp_server() {
