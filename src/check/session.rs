@@ -235,12 +235,19 @@ impl<'o> Ctx<'o> {
         ctx
     }
 
-    /// The main session's handshake, then (legacy era) the version-negotiation side runs.
-    /// The side runs start only once the main handshake is done, so that a slow-starting
-    /// server's main wait never competes with two more copies of it for the cores.
+    /// The main session's handshake and the version-negotiation side runs (legacy era).
+    /// A stdio server asked for the legacy era needs the side runs whatever its handshake
+    /// shows, so they start with the main session: a server that is slow to start starts
+    /// three times at once, not twice one after the other. Otherwise (another era, which the
+    /// handshake settles, or HTTP, where it settles the transport the side runs use) they
+    /// start once the handshake is done.
     fn handshake(&mut self, side_runs: &[&'static str]) {
+        let early = self.opts.server.era == EraChoice::Legacy && self.spec.is_some();
+        if early {
+            self.start_side_runs(side_runs);
+        }
         self.open_session(self.opts.server.era);
-        if self.could_not_run.is_none() && self.era == Era::Legacy {
+        if !early && self.could_not_run.is_none() && self.era == Era::Legacy {
             self.start_side_runs(side_runs);
         }
     }
@@ -516,6 +523,7 @@ impl<'o> Ctx<'o> {
         let Some(rpc) = self.rpc.as_mut() else {
             return Probed::NoReply(NoReply::Exited);
         };
+        let sent = Instant::now();
         if !rpc.send_raw(line) {
             return Probed::NoReply(NoReply::StdinClosed);
         }
@@ -540,7 +548,7 @@ impl<'o> Ctx<'o> {
                 let _ = rpc.wait_for(&sid, timeout);
                 Probed::Reply(reply)
             }
-            Ok(_) => match rpc.wait_reply(accept, Duration::from_millis(150)) {
+            Ok(_) => match rpc.wait_reply(accept, late_reply_grace(sent.elapsed())) {
                 Ok(reply) => Probed::Reply(reply),
                 Err(_) => Probed::Ignored,
             },
@@ -942,6 +950,17 @@ fn side_run(
     let _ = done.send(run);
     rpc.close(grace).into_teardown()
 }
+
+/// How long a reply to a raw line is still waited for once the reply to the request sent
+/// behind it came first: a server that answers out of order answers within a few round
+/// trips of that exchange (`round_trip`), so four of them, at least `LATE_REPLY_MIN` and at
+/// most `LATE_REPLY_MAX`. A fixed wait cost every ignored line the maximum.
+fn late_reply_grace(round_trip: Duration) -> Duration {
+    (round_trip * 4).clamp(LATE_REPLY_MIN, LATE_REPLY_MAX)
+}
+
+const LATE_REPLY_MIN: Duration = Duration::from_millis(30);
+const LATE_REPLY_MAX: Duration = Duration::from_millis(150);
 
 /// The redacted stderr tail of a process, without a partial first line (it could hold the
 /// end of a secret the redactor no longer recognises).

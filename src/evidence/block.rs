@@ -198,12 +198,16 @@ pub struct Checked {
     pub observation_sha256: Option<String>,
 }
 
-/// Remembers the last public key decoded: decompressing a key costs about as much as a
-/// quarter of a signature check, and a file is usually signed by one key.
+/// Remembers the public keys decoded: decompressing a key costs about a tenth of a
+/// signature check, and a file is usually signed by a few keys, often one. At most
+/// `KEYS_KEPT` are kept (a file with a key per block only ever misses), so memory stays bounded.
 #[derive(Default)]
 pub struct KeyCache {
     last: Option<(String, VerifyingKey)>,
+    seen: std::collections::HashMap<String, VerifyingKey>,
 }
+
+const KEYS_KEPT: usize = 1024;
 
 impl KeyCache {
     fn get(&mut self, text: &str) -> Result<VerifyingKey, BlockError> {
@@ -212,14 +216,24 @@ impl KeyCache {
         {
             return Ok(*k);
         }
-        let key = match keys::parse_public(text) {
-            Ok(k) => k,
-            Err(keys::KeyError::WeakPublicKey(_)) => return Err(BlockError::WeakKey),
-            Err(_) => {
-                return Err(BlockError::Field(
-                    "key".into(),
-                    "is not an Ed25519 public key (not a point of the curve)".into(),
-                ));
+        let key = match self.seen.get(text) {
+            Some(k) => *k,
+            None => {
+                let key = match keys::parse_public(text) {
+                    Ok(k) => k,
+                    Err(keys::KeyError::WeakPublicKey(_)) => return Err(BlockError::WeakKey),
+                    Err(_) => {
+                        return Err(BlockError::Field(
+                            "key".into(),
+                            "is not an Ed25519 public key (not a point of the curve)".into(),
+                        ));
+                    }
+                };
+                if self.seen.len() >= KEYS_KEPT {
+                    self.seen.clear();
+                }
+                self.seen.insert(text.to_string(), key);
+                key
             }
         };
         self.last = Some((text.to_string(), key));
@@ -611,6 +625,31 @@ pub(crate) mod tests {
             }
             let _ = moment(&line);
         }
+    }
+
+    #[test]
+    fn one_key_cache_serves_blocks_signed_by_keys_in_turn() {
+        let keys: Vec<SigningKey> = (1..=3u8).map(|n| SigningKey::from_bytes(&[n; 32])).collect();
+        let mut cache = KeyCache::default();
+        for round in 0..(KEYS_KEPT + 5) {
+            let key = &keys[round % keys.len()];
+            let at = format!("2026-12-02T10:00:00.{:03}+00:00", round % 1000);
+            let sealed = seal(body("srv", &at), &link(1), key);
+            let checked = check_line_with(&sealed.line[..sealed.line.len() - 1], &mut cache).unwrap();
+            assert_eq!(checked.key, key.verifying_key());
+        }
+        assert!(cache.seen.len() <= KEYS_KEPT);
+        // A cached key does not make a block signed by another one pass.
+        let sealed = seal(body("srv", "2026-12-02T10:00:00.000+00:00"), &link(1), &keys[0]);
+        let forged = String::from_utf8(sealed.line.clone()).unwrap().replace(
+            &keys::public_text(&keys[0].verifying_key()),
+            &keys::public_text(&keys[1].verifying_key()),
+        );
+        let forged = forged.trim_end().as_bytes();
+        assert_eq!(
+            check_line_with(forged, &mut cache).unwrap_err(),
+            BlockError::HashMismatch
+        );
     }
 
     #[test]

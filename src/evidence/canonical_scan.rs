@@ -226,10 +226,7 @@ impl<'a> Scanner<'a> {
             // The common case first: a run of plain bytes.
             if owned.is_none() {
                 let rest = &self.b[self.i..];
-                self.i += rest
-                    .iter()
-                    .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
-                    .unwrap_or(rest.len());
+                self.i += super::find::string_stop(rest).unwrap_or(rest.len());
             }
             let Some(c) = self.peek() else {
                 return Err(self.err("unterminated string"));
@@ -477,7 +474,7 @@ impl<'a> Raw<'a> {
 /// Where the value starting at `i` of an already scanned line ends: strings are skipped to
 /// their closing quote and containers to their matching bracket, without checking again
 /// what `scan` checked. `None` on bytes that are not such a value.
-fn skip(b: &[u8], mut i: usize) -> Option<usize> {
+pub(crate) fn skip(b: &[u8], mut i: usize) -> Option<usize> {
     let mut depth = 0usize;
     loop {
         match *b.get(i)? {
@@ -507,11 +504,11 @@ fn skip(b: &[u8], mut i: usize) -> Option<usize> {
 }
 
 /// Just past the closing quote of the string whose opening quote is at `i`.
-fn string_end(b: &[u8], i: usize) -> Option<usize> {
+pub(crate) fn string_end(b: &[u8], i: usize) -> Option<usize> {
     let mut j = i + 1;
     loop {
         let rest = b.get(j..)?;
-        let at = rest.iter().position(|&c| c == b'"' || c == b'\\')?;
+        let at = super::find::quote_or_backslash(rest)?;
         if rest[at] == b'"' {
             return Some(j + at + 1);
         }

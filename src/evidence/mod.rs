@@ -5,6 +5,7 @@ pub mod append;
 pub mod block;
 pub mod canonical;
 pub mod canonical_scan;
+pub mod find;
 pub mod id;
 pub mod keys;
 pub mod kind;

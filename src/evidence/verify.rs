@@ -220,7 +220,7 @@ impl Chunker {
                 let rest = self.carry.split_off(end);
                 let chunk = std::mem::replace(&mut self.carry, rest);
                 self.scanned = 0;
-                let count = chunk.iter().filter(|&&b| b == b'\n').count() as u64;
+                let count = super::find::count(&chunk, b'\n') as u64;
                 return Ok(Some(Piece::Lines(chunk, count)));
             }
             self.scanned = self.carry.len();

@@ -1,7 +1,9 @@
 //! Benchmarks that print figures side by side (run with `cargo bench`):
 //!
 //! 1. probe overhead: `mcp-witness probe` (recording, fsync) of the instant fixture server,
-//!    against the same server answering the same three messages fed from a file.
+//!    against the same server answering the same three messages fed from a file; the same for
+//!    the rmcp example server (tests/rmcp-server, built offline when cargo can; skipped, saying
+//!    why, when it cannot).
 //! 2. verify of a 100,000-block file, against a bare loop of `verify_strict` over the same
 //!    signatures on all cores; and verify's peak memory.
 //!    And verify of blocks that each carry a different key, against the same count with one
@@ -128,8 +130,48 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// 1. What a probe costs beyond the server's own work.
+/// Bench 1: what a probe costs beyond the server's own work, on the fixture and on the
+/// rmcp example server (when it builds).
 fn probe_overhead(dir: &Path, runs: usize) {
+    probe_overhead_of(dir, runs, "fixture", &[fixture(), "correct"]);
+    match rmcp_server() {
+        Ok(server) => {
+            let server = server.display().to_string();
+            probe_overhead_of(dir, runs, "rmcp example server", &[server.as_str()]);
+        }
+        Err(why) => println!("   (rmcp example server skipped: {why})"),
+    }
+}
+
+/// Builds tests/rmcp-server (the official Rust SDK's shape of server; its own workspace and
+/// lock file, never a dependency of mcp-witness) offline, from crates fetched before.
+fn rmcp_server() -> Result<PathBuf, String> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/rmcp-server/Cargo.toml");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("target"),
+            PathBuf::from,
+        )
+        .join("rmcp-server");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["build", "--release", "--offline", "--quiet", "--manifest-path"])
+        .arg(&manifest)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .map_err(|e| format!("cargo could not run: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let first = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("no message");
+        return Err(format!(
+            "it did not build offline ({first}); fetch its crates once with `cargo fetch --manifest-path {}`",
+            manifest.display()
+        ));
+    }
+    Ok(target.join("release/mcp-witness-rmcp-server"))
+}
+
+fn probe_overhead_of(dir: &Path, runs: usize, label: &str, server: &[&str]) {
     let messages = dir.join("messages.jsonl");
     fs::write(
         &messages,
@@ -143,12 +185,12 @@ fn probe_overhead(dir: &Path, runs: usize) {
         ),
     )
     .unwrap();
-    let evidence = dir.join("probe.jsonl");
+    let evidence = dir.join(format!("probe-{}.jsonl", label.replace(' ', "-")));
     let key = dir.join("probe.key");
     let fed = || {
         let start = Instant::now();
-        let status = Command::new(fixture())
-            .arg("correct")
+        let status = Command::new(server[0])
+            .args(&server[1..])
             .stdin(fs::File::open(&messages).unwrap())
             .stdout(Stdio::null())
             .status()
@@ -166,9 +208,8 @@ fn probe_overhead(dir: &Path, runs: usize) {
                 "-e",
                 evidence.to_str().unwrap(),
                 "--",
-                fixture(),
-                "correct",
             ])
+            .args(server)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
@@ -187,7 +228,7 @@ fn probe_overhead(dir: &Path, runs: usize) {
     }
     let (a, b) = (median(a), median(b));
     println!(
-        "1. probe overhead: fixture fed from a file {:.2} ms | mcp-witness probe (recording, fsync) {:.2} ms | overhead {:.2} ms (target <= 1.5 ms)",
+        "1. probe overhead, {label}: the server fed from a file {:.2} ms | mcp-witness probe (recording, fsync) {:.2} ms | overhead {:.2} ms (target <= 1.5 ms)",
         ms(a),
         ms(b),
         ms(b.saturating_sub(a))

@@ -9,6 +9,7 @@
 
 pub mod check;
 pub mod client;
+pub mod fits;
 pub mod probe;
 pub mod shape;
 pub mod surface;
@@ -106,7 +107,12 @@ impl BlockKind {
     /// `observation_sha256`, then the kind's own rules.
     pub fn check(self, block: &View<'_>) -> Result<(), BlockError> {
         let spec = self.spec();
-        shape::check_members(&[ENVELOPE, spec.fields], &block.members, shape::At::Top)?;
+        let tables = [ENVELOPE, spec.fields];
+        // One pass says whether the block fits; only one that does not is walked again, by
+        // the walk that names the first thing wrong.
+        if !fits::fits_members(&tables, &block.members) {
+            shape::check_members(&tables, &block.members, shape::At::Top)?;
+        }
         if block.at("format").str().as_deref() == Some(super::block::FORMAT_V1) {
             v1_holds_no_v2_field(block)?;
         }
