@@ -738,6 +738,7 @@ mod tests {
             env: vec![],
             cwd: None,
             max_line: 1 << 20,
+            background: false,
         };
         Rpc::new(Box::new(Server::spawn(&spec).unwrap()))
     }
@@ -767,6 +768,7 @@ mod tests {
             env: vec![],
             cwd: None,
             max_line: 1 << 20,
+            background: false,
         };
         Rpc::new(Box::new(Server::spawn(&spec).unwrap()))
     }
@@ -805,6 +807,7 @@ mod tests {
             env: vec![],
             cwd: None,
             max_line: 1 << 20,
+            background: false,
         };
         let mut rpc = Rpc::new(Box::new(Server::spawn(&spec).unwrap()));
         rpc.wire_log = Some(Box::default());

@@ -53,6 +53,8 @@ unsafe extern "C" {
     fn signal(sig: i32, handler: usize) -> usize;
     /// libc's `setsid(2)`.
     fn setsid() -> i32;
+    /// libc's `setpriority(2)`.
+    fn setpriority(which: i32, who: u32, prio: i32) -> i32;
     /// libc's `prctl(2)` (variadic in C).
     fn prctl(option: i32, ...) -> i32;
     /// libc's `waitpid(2)`.
@@ -141,6 +143,21 @@ pub fn new_session() -> io::Result<()> {
     // SAFETY: setsid takes no arguments and only changes this process's session and group;
     // failure is reported as -1 with errno set. It is async-signal-safe.
     if unsafe { setsid() } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The nice value of a process that must not compete with the one that matters.
+pub const BACKGROUND_NICE: i32 = 10;
+
+/// Lowers the calling process's CPU priority to [`BACKGROUND_NICE`] (its children inherit
+/// it). Async-signal-safe: meant for a `pre_exec` hook.
+pub fn lower_priority() -> io::Result<()> {
+    const PRIO_PROCESS: i32 = 0;
+    // SAFETY: setpriority with PRIO_PROCESS and who 0 changes only the calling process's nice
+    // value; failure is -1 with errno set. It is a plain system call, async-signal-safe.
+    if unsafe { setpriority(PRIO_PROCESS, 0, BACKGROUND_NICE) } == -1 {
         return Err(io::Error::last_os_error());
     }
     Ok(())

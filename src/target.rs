@@ -286,6 +286,7 @@ impl Prepared {
             env: env.to_vec(),
             cwd: o.cwd.is_some().then(|| self.cwd.clone()),
             max_line: o.max_line,
+            background: false,
         };
         Ok(Launch {
             endpoint: Endpoint::Stdio(spec),

@@ -109,9 +109,9 @@
 //! - `future-only`: answers `server/discover` (and any request carrying a
 //!   modern `_meta`) with -32022 listing only version "2099-01-01".
 //! - `busy-start <MS>`: burns CPU for MS milliseconds before reading stdin.
-//! - `record-starts <FILE>`: like `correct`, and appends "start PID NANOS" to
-//!   FILE when it starts and "initialized PID NANOS" just before it answers
-//!   `initialize` (NANOS: since the Unix epoch).
+//! - `record-starts <FILE>`: like `correct`, and appends "start PID NANOS NICE"
+//!   to FILE when it starts and "initialized PID NANOS NICE" just before it
+//!   answers `initialize` (NANOS: since the Unix epoch; NICE: its nice value).
 //! - `bad`: legacy era only, a catalogue of conformance defects for a checker
 //!   to find. It first prints "Server running on stdio" and an npm warning on
 //!   stdout, and an unhandled promise rejection warning on stderr, and ends every JSON line with CRLF. `initialize` echoes any
@@ -432,7 +432,7 @@ fn run(behaviour: Behaviour, args: &[String]) -> io::Result<()> {
     Ok(())
 }
 
-/// `record-starts`: appends "WHAT PID NANOS" to the file named by the second argument.
+/// `record-starts`: appends "WHAT PID NANOS NICE" to the file named by the second argument.
 fn record_start(what: &str) -> io::Result<()> {
     let Some(path) = std::env::args_os().nth(2) else {
         return Err(io::Error::other("record-starts needs a FILE argument"));
@@ -441,7 +441,19 @@ fn record_start(what: &str) -> io::Result<()> {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-    writeln!(f, "{what} {} {nanos}", std::process::id())
+    writeln!(f, "{what} {} {nanos} {}", std::process::id(), own_nice())
+}
+
+/// This process's nice value: field 19 of /proc/self/stat, counted after the `)` that ends
+/// the command name (which may itself hold spaces and parentheses).
+fn own_nice() -> i32 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 1..];
+            rest.split_whitespace().nth(16)?.parse().ok()
+        })
+        .unwrap_or(0)
 }
 
 /// Re-executes this binary with `helper` as behaviour. The child inherits

@@ -238,7 +238,9 @@ impl<'o> Ctx<'o> {
     /// The main session's handshake and the version-negotiation side runs (legacy era).
     /// A stdio server asked for the legacy era needs the side runs whatever its handshake
     /// shows, so they start with the main session: a server that is slow to start starts
-    /// three times at once, not twice one after the other. Otherwise (another era, which the
+    /// three times at once, not twice one after the other. The side runs start at a lower
+    /// CPU priority (`SpawnSpec::background`), so a server whose start is CPU-bound is not
+    /// slowed in its main handshake by its own two copies. Otherwise (another era, which the
     /// handshake settles, or HTTP, where it settles the transport the side runs use) they
     /// start once the handshake is done.
     fn handshake(&mut self, side_runs: &[&'static str]) {
@@ -321,6 +323,7 @@ impl<'o> Ctx<'o> {
             (Some(spec), _) => {
                 let mut spec = spec.clone();
                 spec.max_line = spec.max_line.min(SIDE_RUN_MAX_LINE);
+                spec.background = true;
                 crate::target::Endpoint::Stdio(spec)
             }
             (None, Some(endpoint)) => endpoint.clone(),

@@ -411,6 +411,7 @@ fn serve_spec(log: &std::path::Path) -> Result<SpawnSpec, String> {
         env: Vec::new(),
         cwd: None,
         max_line: crate::wire::framing::DEFAULT_MAX_LINE,
+        background: false,
     })
 }
 

@@ -430,6 +430,7 @@ pub fn start(cmd: &Cmd, serve: &SpawnSpec) -> Result<Started, String> {
         env: Vec::new(),
         cwd: None,
         max_line: serve.max_line,
+        background: false,
     };
     match Server::spawn(&spec) {
         Ok(s) => {

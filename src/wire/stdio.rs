@@ -41,6 +41,10 @@ pub struct SpawnSpec {
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
     pub max_line: usize,
+    /// Start it at a lower CPU priority (nice [`sys::BACKGROUND_NICE`]): check's
+    /// version-negotiation side runs, which start beside the main session, so that where
+    /// the copies compete for the cores the main session's start wins.
+    pub background: bool,
 }
 
 /// Something the server did.
@@ -204,11 +208,19 @@ impl Server {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        // SAFETY: the hook runs in the forked child before exec; it only calls setsid (which
-        // is async-signal-safe) and reads errno. setsid also makes the new process group, so
-        // `process_group(0)` must not be set as well.
+        // SAFETY: the hook runs in the forked child before exec; it only calls setsid and
+        // setpriority (both async-signal-safe) and reads errno. setsid also makes the new
+        // process group, so `process_group(0)` must not be set as well.
+        let background = spec.background;
         unsafe {
-            cmd.pre_exec(sys::new_session);
+            cmd.pre_exec(move || {
+                sys::new_session()?;
+                if background {
+                    // A server that cannot be lowered still runs, at the usual priority.
+                    let _ = sys::lower_priority();
+                }
+                Ok(())
+            });
         }
         if let Some(cwd) = &spec.cwd {
             cmd.current_dir(cwd);
@@ -679,6 +691,7 @@ mod tests {
             env: vec![],
             cwd: None,
             max_line: 1024,
+            background: false,
         }
     }
 
