@@ -274,6 +274,48 @@ fn read_stat(pid: u32, buf: &mut [u8; STAT_BUF]) -> Option<&str> {
     std::str::from_utf8(&buf[..n]).ok()
 }
 
+/// The stats of `roots` and of every process below them, found through the kernel's lists
+/// of each thread's children (`/proc/<pid>/task/<tid>/children`), so the cost follows the
+/// size of those trees, not of the host. `None` when this kernel keeps no such lists
+/// (`CONFIG_PROC_CHILDREN`), or past `limit` processes. The lists are read one by one, so a
+/// process forked while they are read may be missing from this walk (the next one sees it).
+pub fn processes_below(roots: &[u32], limit: usize) -> Option<Vec<ProcStat>> {
+    let me = std::process::id();
+    if std::fs::metadata(format!("/proc/{me}/task/{me}/children")).is_err() {
+        return None;
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut queue: Vec<u32> = roots.to_vec();
+    let mut out = Vec::new();
+    let mut buf = [0u8; STAT_BUF];
+    while let Some(pid) = queue.pop() {
+        if !seen.insert(pid) {
+            continue;
+        }
+        if seen.len() > limit {
+            return None;
+        }
+        let Some(st) = read_stat(pid, &mut buf).and_then(parse_full_stat) else {
+            continue;
+        };
+        out.push(st);
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let mut path = task.path();
+            path.push("children");
+            if let Ok(list) = std::fs::read_to_string(&path) {
+                queue.extend(
+                    list.split_ascii_whitespace()
+                        .filter_map(|p| p.parse::<u32>().ok()),
+                );
+            }
+        }
+    }
+    Some(out)
+}
+
 /// Every process's stat that could be read.
 pub fn all_processes() -> Vec<ProcStat> {
     let Ok(entries) = std::fs::read_dir("/proc") else {

@@ -8,9 +8,10 @@
 //! - mcp-witness makes itself a child subreaper (`PR_SET_CHILD_SUBREAPER`) before its first
 //!   server, so an orphaned descendant is reparented to mcp-witness instead of init and its
 //!   parent pid still leads here ("adopted");
-//! - a [`Tracker`] thread walks `/proc` every 50 to 400 ms while the server runs and
-//!   remembers each descendant by pid and start time (which defeats pid reuse) with its
-//!   argv; a descendant is a process whose parent chain leads to the server or to a
+//! - a [`Tracker`] thread walks the process tree below mcp-witness (the whole of `/proc`
+//!   where the subreaper or the kernel's children lists are missing) every 50 to 400 ms
+//!   while the server runs and remembers each descendant by pid and start time (which
+//!   defeats pid reuse) with its argv; a descendant is a process whose parent chain leads to the server or to a
 //!   remembered descendant, a process in the server's group or session, or an adopted
 //!   orphan no other live server has claimed;
 //! - at teardown, after the group is gone, [`Tracker::end_escapees`] sends SIGTERM to every
@@ -25,6 +26,7 @@
 //! tracker saw it is claimed by the first tracker to scan it; whichever claims it ends it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, MutexGuard, Once};
 use std::thread::JoinHandle;
@@ -34,8 +36,9 @@ use crate::sys::{self, ProcStat};
 
 /// How often the tracker walks `/proc` while the server runs: every [`SCAN_MIN`] after a
 /// scan that found a new descendant, backing off by doubling to [`SCAN_MAX`] while nothing
-/// changes. A walk costs 1–2 ms of CPU with ~80 processes (one read of
-/// `/proc/<pid>/stat` each); measured, a quiet server costs about 5 ms of CPU a second. The
+/// changes. A walk follows the kernel's children lists from mcp-witness down (see
+/// [`candidates`]): a few reads per process of the servers' trees; the fallback, the whole of
+/// `/proc`, costs 1–2 ms of CPU with ~80 processes (one read of `/proc/<pid>/stat` each). The
 /// subreaper already keeps orphans findable whatever the timing: the walks add the argv of
 /// short-lived escapees, attribution between concurrent servers, and a fallback when the
 /// subreaper could not be set.
@@ -132,7 +135,7 @@ pub fn spawn_registered<T>(
     static SUBREAPER: Once = Once::new();
     SUBREAPER.call_once(|| {
         // Without it orphans go to init: the scans still find the ones they saw in time.
-        let _ = sys::become_subreaper();
+        IS_SUBREAPER.store(sys::become_subreaper().is_ok(), Ordering::SeqCst);
     });
     let mut reg = registry();
     let spawned = spawn()?;
@@ -323,12 +326,42 @@ fn wait_gone(procs: &[(u32, u64)], deadline: Instant) -> Vec<(u32, u64)> {
     }
 }
 
+/// Whether mcp-witness became a child subreaper (see [`spawn_registered`]).
+static IS_SUBREAPER: AtomicBool = AtomicBool::new(false);
+
+/// Most processes a narrow walk follows before it falls back to the whole of `/proc`.
+const NARROW_LIMIT: usize = 4096;
+
+/// The processes a scan looks at. As a subreaper, every descendant of a server is below
+/// mcp-witness (under the server, or adopted by us when its parent died), so the walk
+/// follows the children lists from mcp-witness, the server and the descendants already
+/// remembered (one that left for another subreaper below the server is still below the
+/// server): its cost follows the servers' trees, not the host's process count. Without the
+/// subreaper, or without the kernel's children lists, every process of `/proc`.
+fn candidates(me: u32, root: u32, known: &[u32]) -> Vec<ProcStat> {
+    if IS_SUBREAPER.load(Ordering::SeqCst) {
+        let mut roots = vec![me, root];
+        roots.extend_from_slice(known);
+        if let Some(found) = sys::processes_below(&roots, NARROW_LIMIT) {
+            return found;
+        }
+    }
+    sys::all_processes()
+}
+
+fn known_pids(known: &Mutex<BTreeMap<(u32, u64), Seen>>) -> Vec<u32> {
+    lock(known).keys().map(|&(pid, _)| pid).collect()
+}
+
 /// One walk of `/proc`: remembers every descendant of `root` (see the module doc). True when
 /// it found one it had not seen before.
 fn scan(root: u32, root_start: u64, known: &Mutex<BTreeMap<(u32, u64), Seen>>, refresh_argv: bool) -> bool {
     let me = std::process::id();
     let my_session = sys::stat_of(me).map(|s| s.session);
-    let procs: BTreeMap<u32, ProcStat> = sys::all_processes().into_iter().map(|s| (s.pid, s)).collect();
+    let procs: BTreeMap<u32, ProcStat> = candidates(me, root, &known_pids(known))
+        .into_iter()
+        .map(|s| (s.pid, s))
+        .collect();
     let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for st in procs.values() {
         children.entry(st.ppid).or_default().push(st.pid);
