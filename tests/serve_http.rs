@@ -652,3 +652,43 @@ fn two_calls_held_open_on_one_session_each_get_their_own_reply_on_their_own_stre
     );
     assert_eq!(served.settled_threads(), 1, "no connection thread is left");
 }
+
+#[test]
+fn a_visitor_of_the_url_page_that_sends_nothing_does_not_keep_the_users_visit_waiting() {
+    let bench = Bench::new("serve-http-url-silent");
+    let served = Served::start(&bench);
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"witness_ask_url_elicitation","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"url":{}}},"io.modelcontextprotocol/clientInfo":{"name":"silent","version":"1"}}}}"#;
+    let (status, _, reply) = served.post(None, body);
+    assert_eq!(status, 200, "{reply}");
+    let reply: Value = serde_json::from_str(&reply).unwrap();
+    let url = reply["result"]["inputRequests"]["elicitation-url"]["params"]["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let authority = url["http://".len()..].split('/').next().unwrap().to_string();
+    // Visitors that connect and send nothing, one that half-closes, one that sends a head
+    // larger than the page reads: the user's visit is answered while they are still served.
+    let silent: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(&authority).unwrap()).collect();
+    let half = TcpStream::connect(&authority).unwrap();
+    half.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut huge = TcpStream::connect(&authority).unwrap();
+    let _ = huge.write_all(&vec![b'A'; 64 * 1024]);
+    assert_eq!(http_get_status(&url), 200);
+    for mut s in silent {
+        s.set_nonblocking(true).unwrap();
+        let mut buf = [0u8; 16];
+        let still_open = matches!(s.read(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+        assert!(
+            still_open,
+            "the visit was answered only after a silent visitor was given up on"
+        );
+    }
+    // The half-closed and the oversized visitor each get an answer, and the page still serves.
+    for mut s in [half, huge] {
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut all = Vec::new();
+        let _ = s.read_to_end(&mut all);
+        assert!(all.is_empty() || all.starts_with(b"HTTP/1.1 "), "{all:?}");
+    }
+    assert_eq!(http_get_status(&url), 200);
+}

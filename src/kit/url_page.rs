@@ -7,6 +7,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -22,8 +23,11 @@ const MAX_OPEN: usize = 256;
 /// Bound on a request head read from a visitor, and on each read and write.
 const MAX_HEAD: usize = 8 * 1024;
 const IO_TIMEOUT: Duration = Duration::from_secs(2);
-/// A whole visit (head read and reply) at most this long: one visitor at a time is served.
+/// A whole visit (head read and reply) at most this long.
 const VISIT_DEADLINE: Duration = Duration::from_secs(4);
+/// Visitors served at once, each on its own thread: one that sends nothing (or sends slowly)
+/// does not keep the user's own visit waiting. More are closed unanswered.
+const MAX_VISITORS: usize = 16;
 /// The path prefix of an elicitation's page.
 pub const PATH: &str = "/elicitation/";
 
@@ -38,6 +42,8 @@ pub struct Page {
     addr: SocketAddr,
     open: Mutex<Vec<Open>>,
     log: Mutex<Log>,
+    /// Visits being served.
+    visiting: AtomicUsize,
 }
 
 static PAGE: OnceLock<Result<Arc<Page>, String>> = OnceLock::new();
@@ -60,16 +66,35 @@ impl Page {
             addr: listener.local_addr()?,
             open: Mutex::new(Vec::new()),
             log: Mutex::new(log),
+            visiting: AtomicUsize::new(0),
         });
         let serving = Arc::clone(&page);
         std::thread::Builder::new()
             .name("url-page".into())
             .spawn(move || {
                 for stream in listener.incoming().flatten() {
-                    serving.visit(stream);
+                    serving.admit(stream);
                 }
             })?;
         Ok(page)
+    }
+
+    /// Serves a visitor on a thread of its own, if fewer than [`MAX_VISITORS`] are served.
+    fn admit(self: &Arc<Self>, stream: TcpStream) {
+        if self.visiting.fetch_add(1, Ordering::SeqCst) >= MAX_VISITORS {
+            self.visiting.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
+        let page = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("url-page-visit".into())
+            .spawn(move || {
+                page.visit(stream);
+                page.visiting.fetch_sub(1, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            self.visiting.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 
     /// Registers a new elicitation: its id and URL. `sink` (legacy stdio) gets the
