@@ -402,3 +402,41 @@ fn over_serve_http_a_run_it_cannot_carry_says_so() {
         run.stdout
     );
 }
+
+#[test]
+fn a_bridge_that_floods_drive_is_named_for_it_not_judged_to_forward() {
+    let dir = TempDir::new("through-flood");
+    // Far more messages than a run exchanges: past what the tap keeps, so not all compared.
+    let run = drive(
+        &dir,
+        &["--domain", "tools", "--through", &proxy_cmd("--flood 1500")],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    // Only the flood is named: what crossed past the keep may look dropped, but was not.
+    let v = verdicts(&run.stdout);
+    assert_eq!(v.len(), 1, "{}", run.stdout);
+    assert!(
+        v[0].starts_with("floods the run (") && v[0].ends_with("not compared)"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_bridge_that_writes_a_line_longer_than_drive_reads_is_named_for_it() {
+    let dir = TempDir::new("through-huge");
+    // Past the 64 MiB a line may have: drive skips it, and the verdict says so.
+    let run = drive(
+        &dir,
+        &["--domain", "tools", "--through", &proxy_cmd("--huge 68000000")],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        verdicts(&run.stdout),
+        ["writes 1 non-JSON-RPC line(s) to drive"],
+        "{}",
+        run.stdout
+    );
+}

@@ -126,7 +126,13 @@ pub struct Judgement {
 impl Judgement {
     pub fn verdict(&self) -> Verdict {
         let mut by: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-        for f in self.findings.iter().filter(|f| f.fate.is_fault()) {
+        // Past the keep a message that crossed may look dropped: no drop can be told then.
+        let flooded = self.past_keep > 0;
+        for f in self
+            .findings
+            .iter()
+            .filter(|f| f.fate.is_fault() && !(flooded && f.fate == Fate::Dropped))
+        {
             let verb = match f.fate {
                 Fate::Dropped => "drops",
                 Fate::Altered(_) => "alters",
@@ -152,6 +158,14 @@ impl Judgement {
             .collect();
         if self.unparsed > 0 {
             parts.push(format!("writes {} non-JSON-RPC line(s) to drive", self.unparsed));
+        }
+        if flooded {
+            // A run exchanges a few dozen messages: past the keep, what crossed cannot all be
+            // compared, so no verdict of "forwards" can be given.
+            parts.push(format!(
+                "floods the run ({} message(s) past the first kept, not compared)",
+                self.past_keep
+            ));
         }
         if parts.is_empty() {
             Verdict::Forwards

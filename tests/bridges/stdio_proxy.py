@@ -3,7 +3,7 @@
 
     stdio_proxy.py [--drop METHOD]... [--strip CAPABILITY]... [--rewrite-ids] [--linger]
                    [--noise TEXT] [--shell] [--delay METHOD=MS]... [--cache METHOD]...
-                   -- COMMAND...
+                   [--flood N] [--huge BYTES] -- COMMAND...
 
 Starts COMMAND and copies JSON-RPC lines between our stdin/stdout and its stdin/stdout.
 With no options it is faithful. The options make it lossy on purpose:
@@ -17,6 +17,8 @@ With no options it is faithful. The options make it lossy on purpose:
   --cache METHOD      answer a request named METHOD from the first answer the server gave,
                       never asking it again (a stale cache)
   --noise TEXT        write TEXT as a line of our stdout first, as a chatty bridge does
+  --flood N           write N notifications/message of our own to our stdout first
+  --huge BYTES        write one line of BYTES bytes (a JSON-RPC notification) to our stdout first
   --shell             COMMAND is one string, run by sh -c (as bridges that take the server
                       command as one argument do)
   --linger            a bridge that will not go: ignores SIGTERM and, when its client
@@ -30,9 +32,13 @@ import sys
 import threading
 
 
+FLOOD, HUGE = 0, 0
+
+
 def parse_args(argv):
     drop, strip, rewrite, linger, noise, shell = set(), [], False, False, None, False
     delay, cache = {}, set()
+    global FLOOD, HUGE
     i = 0
     while i < len(argv) and argv[i] != "--":
         if argv[i] == "--drop":
@@ -53,6 +59,12 @@ def parse_args(argv):
             i += 2
         elif argv[i] == "--noise":
             noise = argv[i + 1]
+            i += 2
+        elif argv[i] == "--flood":
+            FLOOD = int(argv[i + 1])
+            i += 2
+        elif argv[i] == "--huge":
+            HUGE = int(argv[i + 1])
             i += 2
         elif argv[i] == "--shell":
             shell = True
@@ -75,6 +87,14 @@ def parse_args(argv):
 DROP, STRIP, REWRITE, LINGER, NOISE, COMMAND, DELAY, CACHE = parse_args(sys.argv[1:])
 if NOISE is not None:
     sys.stdout.buffer.write(NOISE.encode() + b"\n")
+    sys.stdout.buffer.flush()
+for n in range(FLOOD):
+    line = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": n}}
+    sys.stdout.buffer.write(json.dumps(line).encode() + b"\n")
+sys.stdout.buffer.flush()
+if HUGE:
+    head = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"'
+    sys.stdout.buffer.write(head + b"A" * max(0, HUGE - len(head) - 4) + b'"}}\n')
     sys.stdout.buffer.flush()
 if LINGER:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
