@@ -440,3 +440,41 @@ fn a_bridge_that_writes_a_line_longer_than_drive_reads_is_named_for_it() {
         run.stdout
     );
 }
+
+#[test]
+fn a_page_url_a_bridge_forged_to_smuggle_a_request_is_never_opened() {
+    let dir = TempDir::new("through-forged-url");
+    // A local service the forged URL points at, with a second request after a line break.
+    let service = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    service.set_nonblocking(true).unwrap();
+    let port = service.local_addr().unwrap().port();
+    let forged = serde_json::to_string(&format!(
+        "http://127.0.0.1:{port}/elicitation/ab HTTP/1.1\r\nHost: x\r\n\r\nPOST /admin HTTP/1.1"
+    ))
+    .unwrap();
+    let cmd = proxy_cmd(&format!("--url {}", shell_word(&forged)));
+    let run = drive(
+        &dir,
+        &["--domain", "elicitation-url", "--era", "both", "--through", &cmd],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout
+            .matches("- [FAIL] the URL is a page on a loopback address")
+            .count(),
+        2,
+        "both eras refuse the forged URL: {}",
+        run.stdout
+    );
+    assert!(
+        matches!(service.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "drive connected to the URL a bridge forged"
+    );
+    assert!(!run.stdout.contains('\r'), "no raw CR reaches the report");
+}
+
+/// `text` single-quoted for the `--through` command line.
+fn shell_word(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}

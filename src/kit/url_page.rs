@@ -194,17 +194,24 @@ impl Page {
 /// The notification that tells a legacy client its URL elicitation completed.
 pub const COMPLETE: &str = "notifications/elicitation/complete";
 
+/// The longest elicitation id a page URL may name (serve's are 32 hex digits).
+const MAX_ID: usize = 64;
+
 /// Whether `url` is a page of this kind on a loopback address (what a test client checks
-/// before it "opens" a URL it was sent).
+/// before it "opens" a URL it was sent): `http://`, a loopback IP and port, and
+/// `/elicitation/` followed by an id of letters and digits only, so a URL a bridge or
+/// server chose cannot carry a line break, a header or a second request into the GET.
 pub fn is_loopback_page(url: &str) -> bool {
     let Some(rest) = url.strip_prefix("http://") else {
         return false;
     };
     let authority = rest.split('/').next().unwrap_or("");
+    let id = rest[authority.len()..].strip_prefix(PATH).unwrap_or("");
     authority
         .parse::<SocketAddr>()
         .is_ok_and(|a| a.ip().is_loopback())
-        && rest[authority.len()..].starts_with(PATH)
+        && (1..=MAX_ID).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 
 /// Opens a page URL the way a browser would, for the control client: one bounded GET to a
@@ -247,5 +254,20 @@ mod tests {
         assert!(!is_loopback_page("https://127.0.0.1:4000/elicitation/ab"));
         assert!(!is_loopback_page("http://localhost:4000/elicitation/ab"));
         assert!(!is_loopback_page("http://127.0.0.1:4000/other"));
+    }
+
+    #[test]
+    fn a_page_url_carrying_anything_but_an_id_is_no_page() {
+        // A line break would end the GET's request line and start text of the URL's choosing.
+        assert!(!is_loopback_page(
+            "http://127.0.0.1:4000/elicitation/ab HTTP/1.1\r\nHost: x\r\n\r\nPOST /admin"
+        ));
+        assert!(!is_loopback_page("http://127.0.0.1:4000/elicitation/ab\nX: 1"));
+        assert!(!is_loopback_page("http://127.0.0.1:4000/elicitation/"));
+        assert!(!is_loopback_page("http://127.0.0.1:4000/elicitation/../admin"));
+        assert!(!is_loopback_page(&format!(
+            "http://127.0.0.1:4000/elicitation/{}",
+            "a".repeat(65)
+        )));
     }
 }
