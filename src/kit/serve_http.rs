@@ -85,9 +85,12 @@ pub fn parse_addr(text: &str, allow_remote: bool) -> Result<SocketAddr, StartErr
     Ok(addr)
 }
 
+/// A session's server, shared by its connections.
+type SessionServe = Arc<Mutex<Serve<Vec<u8>>>>;
+
 /// One session: its own server state.
 struct Session {
-    serve: Arc<Mutex<Serve<Vec<u8>>>>,
+    serve: SessionServe,
     /// The ids of the session's calls whose streams are held open.
     held: HeldIds,
     last_used: u64,
@@ -315,7 +318,7 @@ struct Reply {
 /// What a held event stream waits for: the reply with `id`, from the session's server.
 struct Held {
     id: Value,
-    serve: Option<(Arc<Mutex<Serve<Vec<u8>>>>, HeldIds)>,
+    serve: Option<(SessionServe, HeldIds)>,
 }
 
 impl Reply {
