@@ -232,8 +232,24 @@ pub fn open_url(url: &str) -> Result<u16, String> {
         "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
     )
     .map_err(|e| e.to_string())?;
+    // The status line is all that is read: until its end, the bound, or the deadline, so a
+    // page that trickles (a port a forged URL named) cannot hold drive.
+    let until = Instant::now() + VISIT_DEADLINE;
     let mut reply = Vec::new();
-    let _ = s.take(MAX_HEAD as u64).read_to_end(&mut reply);
+    let mut buf = [0u8; 512];
+    while reply.len() < MAX_HEAD && !reply.contains(&b'\n') {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() || s.set_read_timeout(Some(left)).is_err() {
+            break;
+        }
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => reply.extend_from_slice(&buf[..n]),
+        }
+    }
+    if !reply.contains(&b'\n') {
+        return Err("no whole HTTP status line in time".into());
+    }
     let line = reply.split(|&b| b == b'\n').next().unwrap_or(&[]);
     String::from_utf8_lossy(line)
         .split_whitespace()
@@ -254,6 +270,28 @@ mod tests {
         assert!(!is_loopback_page("https://127.0.0.1:4000/elicitation/ab"));
         assert!(!is_loopback_page("http://localhost:4000/elicitation/ab"));
         assert!(!is_loopback_page("http://127.0.0.1:4000/other"));
+    }
+
+    #[test]
+    fn a_page_that_trickles_its_status_line_is_given_up_on_at_the_visit_deadline() {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let addr = listener.local_addr().unwrap();
+        // One byte at a time, each well within a read's timeout, the line whole only after
+        // twice the deadline.
+        let line = b"HTTP/1.1 200 OK\r\n";
+        let step = VISIT_DEADLINE * 2 / line.len() as u32;
+        let page = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            for b in line {
+                if s.write_all(&[*b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(step);
+            }
+        });
+        let got = open_url(&format!("http://{addr}{PATH}ab12"));
+        assert_eq!(got, Err("no whole HTTP status line in time".to_string()));
+        page.join().unwrap();
     }
 
     #[test]
