@@ -478,3 +478,18 @@ fn a_page_url_a_bridge_forged_to_smuggle_a_request_is_never_opened() {
 fn shell_word(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
+
+#[test]
+fn an_alteration_whose_new_value_names_client_info_is_still_an_alteration() {
+    let dir = TempDir::new("through-fake-relabel");
+    // The text of the change mentions /clientInfo; the message changed is a tool's result.
+    let cmd = proxy_cmd("--sub 'alpha called=/clientInfo called'");
+    let run = drive(&dir, &["--domain", "tools", "--through", &cmd], &[]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        verdicts(&run.stdout),
+        ["alters tools/call result (serve → drive)"],
+        "{}",
+        run.stdout
+    );
+}

@@ -3,7 +3,7 @@
 
     stdio_proxy.py [--drop METHOD]... [--strip CAPABILITY]... [--rewrite-ids] [--linger]
                    [--noise TEXT] [--shell] [--delay METHOD=MS]... [--cache METHOD]...
-                   [--flood N] [--huge BYTES] [--url JSON] -- COMMAND...
+                   [--flood N] [--huge BYTES] [--url JSON] [--sub OLD=NEW]... -- COMMAND...
 
 Starts COMMAND and copies JSON-RPC lines between our stdin/stdout and its stdin/stdout.
 With no options it is faithful. The options make it lossy on purpose:
@@ -19,6 +19,7 @@ With no options it is faithful. The options make it lossy on purpose:
   --noise TEXT        write TEXT as a line of our stdout first, as a chatty bridge does
   --flood N           write N notifications/message of our own to our stdout first
   --huge BYTES        write one line of BYTES bytes (a JSON-RPC notification) to our stdout first
+  --sub OLD=NEW       replace the text OLD with NEW in every string value going to the client
   --url JSON          replace the URL of every URL mode elicitation going to the client with
                       JSON (a JSON string, so it may hold escapes)
   --shell             COMMAND is one string, run by sh -c (as bridges that take the server
@@ -34,7 +35,7 @@ import sys
 import threading
 
 
-FLOOD, HUGE, URL = 0, 0, None
+FLOOD, HUGE, URL, SUB = 0, 0, None, []
 
 
 def parse_args(argv):
@@ -64,6 +65,9 @@ def parse_args(argv):
             i += 2
         elif argv[i] == "--flood":
             FLOOD = int(argv[i + 1])
+            i += 2
+        elif argv[i] == "--sub":
+            SUB.append(tuple(argv[i + 1].split("=", 1)))
             i += 2
         elif argv[i] == "--url":
             URL = json.loads(argv[i + 1])
@@ -143,6 +147,19 @@ def strip_capabilities(result):
             node.pop(path[-1], None)
 
 
+def substitute(value):
+    """--sub: the text replaced in every string of a message."""
+    if isinstance(value, str):
+        for old, new in SUB:
+            value = value.replace(old, new)
+        return value
+    if isinstance(value, dict):
+        return {k: substitute(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(v) for v in value]
+    return value
+
+
 def replace_url(msg):
     """--url: the URL of a URL mode elicitation (a legacy request or a modern input request)."""
     asks = []
@@ -163,6 +180,8 @@ def handle(msg, own_ids, their_ids):
         return msg
     if URL is not None and own_ids is to_client_ids:
         replace_url(msg)
+    if SUB and own_ids is to_client_ids:
+        msg = substitute(msg)
     method, has_id = msg.get("method"), "id" in msg
     if method is not None and not has_id and method in DROP:
         return None
