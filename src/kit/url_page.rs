@@ -128,18 +128,8 @@ impl Page {
 
     /// Serves one visitor: reads its head (bounded), completes the elicitation its path names.
     fn visit(&self, mut stream: TcpStream) {
-        let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
         let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-        let deadline = Instant::now() + VISIT_DEADLINE;
-        let mut head = Vec::new();
-        let mut buf = [0u8; 1024];
-        while head.len() < MAX_HEAD && Instant::now() < deadline && !head.windows(4).any(|w| w == b"\r\n\r\n")
-        {
-            match stream.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => head.extend_from_slice(&buf[..n]),
-            }
-        }
+        let head = read_until(&mut stream, |h| h.windows(4).any(|w| w == b"\r\n\r\n"));
         let line = head.split(|&b| b == b'\n').next().unwrap_or(&[]);
         let line = String::from_utf8_lossy(line);
         let mut words = line.split_whitespace();
@@ -191,6 +181,26 @@ impl Page {
     }
 }
 
+/// Reads from `stream` until `done` says what was read is enough, [`MAX_HEAD`] bytes, the end,
+/// or [`VISIT_DEADLINE`] (each read waits only for what is left of it): a peer that trickles
+/// bytes is given up on at the deadline.
+fn read_until(stream: &mut TcpStream, done: impl Fn(&[u8]) -> bool) -> Vec<u8> {
+    let until = Instant::now() + VISIT_DEADLINE;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while got.len() < MAX_HEAD && !done(&got) {
+        let left = until.saturating_duration_since(Instant::now()).min(IO_TIMEOUT);
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            break;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    got
+}
+
 /// The notification that tells a legacy client its URL elicitation completed.
 pub const COMPLETE: &str = "notifications/elicitation/complete";
 
@@ -225,7 +235,6 @@ pub fn open_url(url: &str) -> Result<u16, String> {
     let path = &rest[authority.len()..];
     let addr: SocketAddr = authority.parse().map_err(|_| "bad address".to_string())?;
     let mut s = TcpStream::connect_timeout(&addr, IO_TIMEOUT).map_err(|e| e.to_string())?;
-    let _ = s.set_read_timeout(Some(IO_TIMEOUT));
     let _ = s.set_write_timeout(Some(IO_TIMEOUT));
     write!(
         s,
@@ -234,19 +243,7 @@ pub fn open_url(url: &str) -> Result<u16, String> {
     .map_err(|e| e.to_string())?;
     // The status line is all that is read: until its end, the bound, or the deadline, so a
     // page that trickles (a port a forged URL named) cannot hold drive.
-    let until = Instant::now() + VISIT_DEADLINE;
-    let mut reply = Vec::new();
-    let mut buf = [0u8; 512];
-    while reply.len() < MAX_HEAD && !reply.contains(&b'\n') {
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() || s.set_read_timeout(Some(left)).is_err() {
-            break;
-        }
-        match s.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => reply.extend_from_slice(&buf[..n]),
-        }
-    }
+    let reply = read_until(&mut s, |r| r.contains(&b'\n'));
     if !reply.contains(&b'\n') {
         return Err("no whole HTTP status line in time".into());
     }
