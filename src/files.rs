@@ -186,6 +186,19 @@ pub fn check_append_target(path: &Path, role: &'static str) -> Result<(), FileEr
         .map_err(|problem| error(path, role, problem))
 }
 
+/// Writes `bytes` as the whole of the regular file at `path`, creating it when nothing is
+/// there (never through a symbolic link). The open is the guard, not a check before it: a
+/// FIFO, device or folder put at `path` since any check is refused, never blocked on, and a
+/// refusal names the place.
+pub fn write_whole(path: &Path, role: &'static str, bytes: &[u8]) -> Result<(), FileError> {
+    use std::io::Write;
+    let mut file = open(path, role, Access::AppendCreate)?;
+    file.set_len(0)
+        .and_then(|()| file.write_all(bytes))
+        .and_then(|()| file.flush())
+        .map_err(|e| error(path, role, Problem::Io(e)))
+}
+
 /// [`check_append_target`], and a place this user may write: the file itself when it exists
 /// (it is appended to or replaced in place), else the folder it would be created in. Not for
 /// a file replaced by a rename, which needs only its folder.
@@ -503,6 +516,30 @@ mod tests {
         assert!(check_append_target(&new, "evidence file").is_ok());
         assert!(open_append(&new, "evidence file").is_ok());
         assert!(new.is_file());
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_whole_write_replaces_a_file_and_refuses_a_fifo_put_there_after_any_check() {
+        let dir = scratch("whole");
+        let file = dir.join("report.md");
+        fs::write(&file, b"a longer old text\n").unwrap();
+        write_whole(&file, "report", b"new\n").unwrap();
+        assert_eq!(fs::read(&file).unwrap(), b"new\n");
+        // The check passed on a regular file; a FIFO (no reader) is there by the write: the
+        // write is refused at once, never blocked on.
+        let fifo = dir.join("swapped.md");
+        check_write_target(&fifo, "report").unwrap();
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        let e = write_whole(&fifo, "report", b"x").unwrap_err();
+        assert!(matches!(e.problem, Problem::NotRegular(Kind::Fifo)), "{e}");
+        assert!(e.to_string().contains("report"), "{e}");
+        // Nor is a dangling link written through.
+        let link = dir.join("link.md");
+        std::os::unix::fs::symlink(dir.join("elsewhere.md"), &link).unwrap();
+        assert!(write_whole(&link, "report", b"x").is_err());
+        assert!(!dir.join("elsewhere.md").exists());
         fs::remove_dir_all(dir).unwrap();
     }
 

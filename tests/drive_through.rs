@@ -387,3 +387,94 @@ fn over_serve_http_a_run_it_cannot_carry_says_so() {
         run.stdout
     );
 }
+
+#[test]
+fn a_bridge_that_floods_drive_is_named_for_it_not_judged_to_forward() {
+    let dir = TempDir::new("through-flood");
+    // Far more messages than a run exchanges: past what the tap keeps, so not all compared.
+    let run = drive(
+        &dir,
+        &["--domain", "tools", "--through", &proxy_cmd("--flood 1500")],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    // Only the flood is named: what crossed past the keep may look dropped, but was not.
+    let v = verdicts(&run.stdout);
+    assert_eq!(v.len(), 1, "{}", run.stdout);
+    assert!(
+        v[0].starts_with("floods the run (") && v[0].ends_with("not compared)"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_bridge_that_writes_a_line_longer_than_drive_reads_is_named_for_it() {
+    let dir = TempDir::new("through-huge");
+    // Past the 64 MiB a line may have: drive skips it, and the verdict says so.
+    let run = drive(
+        &dir,
+        &["--domain", "tools", "--through", &proxy_cmd("--huge 68000000")],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        verdicts(&run.stdout),
+        ["writes 1 non-JSON-RPC line(s) to drive"],
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn a_page_url_a_bridge_forged_to_smuggle_a_request_is_never_opened() {
+    let dir = TempDir::new("through-forged-url");
+    // A local service the forged URL points at, with a second request after a line break.
+    let service = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    service.set_nonblocking(true).unwrap();
+    let port = service.local_addr().unwrap().port();
+    let forged = serde_json::to_string(&format!(
+        "http://127.0.0.1:{port}/elicitation/ab HTTP/1.1\r\nHost: x\r\n\r\nPOST /admin HTTP/1.1"
+    ))
+    .unwrap();
+    let cmd = proxy_cmd(&format!("--url {}", shell_word(&forged)));
+    let run = drive(
+        &dir,
+        &["--domain", "elicitation-url", "--era", "both", "--through", &cmd],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout
+            .matches("- [FAIL] the URL is a page on a loopback address")
+            .count(),
+        2,
+        "both eras refuse the forged URL: {}",
+        run.stdout
+    );
+    assert!(
+        matches!(service.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "drive connected to the URL a bridge forged"
+    );
+    assert!(!run.stdout.contains('\r'), "no raw CR reaches the report");
+}
+
+/// `text` single-quoted for the `--through` command line.
+fn shell_word(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+#[test]
+fn an_alteration_whose_new_value_names_client_info_is_still_an_alteration() {
+    let dir = TempDir::new("through-fake-relabel");
+    // The text of the change mentions /clientInfo; the message changed is a tool's result.
+    let cmd = proxy_cmd("--sub 'alpha called=/clientInfo called'");
+    let run = drive(&dir, &["--domain", "tools", "--through", &cmd], &[]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        verdicts(&run.stdout),
+        ["alters tools/call result (serve → drive)"],
+        "{}",
+        run.stdout
+    );
+}

@@ -571,3 +571,124 @@ fn a_legacy_url_elicitation_over_http_holds_the_call_open_until_the_answer_and_c
         run.stdout
     );
 }
+
+/// Opens a call on its own connection in session `sid`; the stream, to read events from.
+fn held_call(served: &Served, sid: &str, body: &str) -> BufReader<TcpStream> {
+    let mut s = TcpStream::connect(("127.0.0.1", served.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nMcp-Session-Id: {sid}\r\nContent-Length: {}\r\n\r\n{body}",
+        served.port,
+        body.len()
+    )
+    .unwrap();
+    BufReader::new(s)
+}
+
+/// The next event's message on a held stream; `None` when the stream ended.
+fn next_data(stream: &mut BufReader<TcpStream>) -> Option<Value> {
+    loop {
+        let mut line = String::new();
+        if stream.read_line(&mut line).unwrap_or(0) == 0 {
+            return None;
+        }
+        if let Some(d) = line.strip_prefix("data: ") {
+            return Some(serde_json::from_str(d.trim()).unwrap());
+        }
+    }
+}
+
+#[test]
+fn two_calls_held_open_on_one_session_each_get_their_own_reply_on_their_own_stream() {
+    let bench = Bench::new("serve-http-two-held");
+    let served = Served::start(&bench);
+    let (status, head, _) = served.post(
+        None,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"two-held","version":"1"}}}"#,
+    );
+    assert_eq!(status, 200, "{head}");
+    let sid = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Mcp-Session-Id: "))
+        .unwrap()
+        .to_string();
+    served.post(
+        Some(&sid),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    let call = |id: u64| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"witness_ask_elicitation","arguments":{{}}}}}}"#
+        )
+    };
+    let mut a = held_call(&served, &sid, &call(10));
+    let asked_a = next_data(&mut a).expect("serve's request on the first held stream");
+    let mut b = held_call(&served, &sid, &call(11));
+    let asked_b = next_data(&mut b).expect("serve's request on the second held stream");
+    assert_eq!(asked_a["method"], "elicitation/create", "{asked_a}");
+    assert_eq!(asked_b["method"], "elicitation/create", "{asked_b}");
+    assert_ne!(asked_a["id"], asked_b["id"]);
+    let answer = |asked: &Value| {
+        serde_json::json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}}).to_string()
+    };
+    // The second call is answered first, and another request of the session follows at once:
+    // neither the first held stream nor that request's reply may take the second call's reply.
+    assert_eq!(served.post(Some(&sid), &answer(&asked_b)).0, 202);
+    let (_, _, ping) = served.post(Some(&sid), r#"{"jsonrpc":"2.0","id":12,"method":"ping"}"#);
+    assert!(!ping.contains(r#""id":11"#), "{ping}");
+    let reply_b = next_data(&mut b).expect("the second call's reply on its stream");
+    assert_eq!(reply_b["id"], 11, "{reply_b}");
+    assert!(
+        next_data(&mut b).is_none(),
+        "the second stream ends with its reply"
+    );
+    assert_eq!(served.post(Some(&sid), &answer(&asked_a)).0, 202);
+    let reply_a = next_data(&mut a).expect("the first call's reply on its stream");
+    assert_eq!(reply_a["id"], 10, "{reply_a}");
+    assert!(
+        next_data(&mut a).is_none(),
+        "the first stream ends with its reply"
+    );
+    assert_eq!(served.settled_threads(), 1, "no connection thread is left");
+}
+
+#[test]
+fn a_visitor_of_the_url_page_that_sends_nothing_does_not_keep_the_users_visit_waiting() {
+    let bench = Bench::new("serve-http-url-silent");
+    let served = Served::start(&bench);
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"witness_ask_url_elicitation","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"url":{}}},"io.modelcontextprotocol/clientInfo":{"name":"silent","version":"1"}}}}"#;
+    let (status, _, reply) = served.post(None, body);
+    assert_eq!(status, 200, "{reply}");
+    let reply: Value = serde_json::from_str(&reply).unwrap();
+    let url = reply["result"]["inputRequests"]["elicitation-url"]["params"]["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let authority = url["http://".len()..].split('/').next().unwrap().to_string();
+    // Visitors that connect and send nothing, one that half-closes, one that sends a head
+    // larger than the page reads: the user's visit is answered while they are still served.
+    let silent: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(&authority).unwrap()).collect();
+    let half = TcpStream::connect(&authority).unwrap();
+    half.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut huge = TcpStream::connect(&authority).unwrap();
+    let _ = huge.write_all(&vec![b'A'; 64 * 1024]);
+    assert_eq!(http_get_status(&url), 200);
+    for mut s in silent {
+        s.set_nonblocking(true).unwrap();
+        let mut buf = [0u8; 16];
+        let still_open = matches!(s.read(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+        assert!(
+            still_open,
+            "the visit was answered only after a silent visitor was given up on"
+        );
+    }
+    // The half-closed and the oversized visitor each get an answer, and the page still serves.
+    for mut s in [half, huge] {
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut all = Vec::new();
+        let _ = s.read_to_end(&mut all);
+        assert!(all.is_empty() || all.starts_with(b"HTTP/1.1 "), "{all:?}");
+    }
+    assert_eq!(http_get_status(&url), 200);
+}

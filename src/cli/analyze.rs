@@ -125,8 +125,8 @@ pub fn run(args: AnalyzeArgs) -> u8 {
         if let Err(e) = crate::files::check_write_target(path, "--markdown") {
             return super::error(e);
         }
-        if let Err(e) = std::fs::write(path, &text) {
-            return super::error(format!("cannot write {}: {e}", path.display()));
+        if let Err(e) = crate::files::write_whole(path, "--markdown", text.as_bytes()) {
+            return super::error(e);
         }
     }
     if analyze::all_react(&analyses) {

@@ -163,20 +163,21 @@ pub fn run(args: CheckArgs) -> u8 {
     ];
     for (path, text) in writes {
         if let Some(path) = path
-            && let Err(e) = std::fs::write(path, text)
+            && let Err(e) = crate::files::write_whole(path, "report", text.as_bytes())
         {
-            super::error(format!("cannot write {}: {e}", path.display()));
+            super::error(e);
             code = super::EXIT_USAGE;
         }
     }
     if args.github {
         out!("{}", report::annotations(&report));
         if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|s| !s.is_empty()) {
-            let appended = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&summary)
-                .and_then(|mut f| f.write_all(report::job_summary(&report).as_bytes()));
+            let appended = crate::files::open_append(std::path::Path::new(&summary), "GITHUB_STEP_SUMMARY")
+                .map_err(|e| e.to_string())
+                .and_then(|mut f| {
+                    f.write_all(report::job_summary(&report).as_bytes())
+                        .map_err(|e| e.to_string())
+                });
             if let Err(e) = appended {
                 super::error(format!("cannot append to GITHUB_STEP_SUMMARY: {e}"));
             }

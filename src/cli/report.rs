@@ -87,6 +87,5 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 fn write(path: &Path, text: &str) -> Result<(), u8> {
-    std::fs::write(path, text)
-        .map_err(|e| super::error(format!("cannot write the report to {}: {e}", path.display())))
+    crate::files::write_whole(path, "report", text.as_bytes()).map_err(super::error)
 }

@@ -42,7 +42,11 @@ struct Frame {
 fn position_in(text: &str, name: &str, cwd: &str) -> Option<Position> {
     let bytes = text.as_bytes();
     let mut stack: Vec<Frame> = Vec::new();
-    let (mut user, mut project) = (None, None);
+    // Per servers object the reader may use (`SERVERS`, then the project's): `Some` once it
+    // opened, holding where the name is in it. The last object of a name counts, as in the
+    // reader (a later duplicate key replaces an earlier one).
+    let mut user: [Option<Option<Position>>; 3] = [None; 3];
+    let mut project: Option<Option<Position>> = None;
     let mut i = if text.starts_with('\u{feff}') {
         '\u{feff}'.len_utf8()
     } else {
@@ -75,6 +79,13 @@ fn position_in(text: &str, name: &str, cwd: &str) -> Option<Position> {
                     key: None,
                     expect_key: open == b'{',
                 });
+                if open == b'{' {
+                    match servers_object(&stack, cwd) {
+                        Some(Servers::User(k)) => user[k] = Some(None),
+                        Some(Servers::Project) => project = Some(None),
+                        None => {}
+                    }
+                }
             }
             b'}' | b']' => {
                 stack.pop();
@@ -95,15 +106,11 @@ fn position_in(text: &str, name: &str, cwd: &str) -> Option<Position> {
                     let key: String = serde_json::from_str(&text[i..end]).ok()?;
                     top.key = Some(key.clone());
                     if key == name {
-                        let at = || position(text, i, end);
-                        match under(&stack).as_slice() {
-                            [servers] if ["mcpServers", "servers", "context_servers"].contains(servers) => {
-                                user = user.or_else(at);
-                            }
-                            ["projects", folder, "mcpServers"] if *folder == cwd => {
-                                project = project.or_else(at);
-                            }
-                            _ => {}
+                        let at = Some(position(text, i, end));
+                        match servers_object(&stack, cwd) {
+                            Some(Servers::User(k)) => user[k] = Some(at),
+                            Some(Servers::Project) => project = Some(at),
+                            None => {}
                         }
                     }
                 }
@@ -114,7 +121,32 @@ fn position_in(text: &str, name: &str, cwd: &str) -> Option<Position> {
         }
         i += 1;
     }
-    project.or(user)
+    // The reader: the project's servers win; else the first of `SERVERS` the config has.
+    project
+        .flatten()
+        .or_else(|| user.into_iter().flatten().next().flatten())
+}
+
+/// The servers objects the reader takes, in its order of preference.
+const SERVERS: [&str; 3] = ["mcpServers", "servers", "context_servers"];
+
+/// Which servers object the innermost frame is, if one.
+enum Servers {
+    /// The top-level object `SERVERS[i]`.
+    User(usize),
+    /// Claude Code's `projects.<cwd>.mcpServers`.
+    Project,
+}
+
+fn servers_object(stack: &[Frame], cwd: &str) -> Option<Servers> {
+    if !stack.last().is_some_and(|f| f.object) {
+        return None;
+    }
+    match under(stack).as_slice() {
+        [servers] => SERVERS.iter().position(|s| s == servers).map(Servers::User),
+        ["projects", folder, "mcpServers"] if *folder == cwd => Some(Servers::Project),
+        _ => None,
+    }
 }
 
 /// The keys the innermost object is under, outermost first (the top-level object's none).
@@ -128,15 +160,15 @@ fn under(stack: &[Frame]) -> Vec<&str> {
 
 /// The position of the token `text[start..end]` (on one line: a JSON string has no raw line
 /// break).
-fn position(text: &str, start: usize, end: usize) -> Option<Position> {
+fn position(text: &str, start: usize, end: usize) -> Position {
     let before = &text[..start];
     let line_start = before.rfind('\n').map_or(0, |n| n + 1);
     let column = before[line_start..].encode_utf16().count() + 1;
-    Some(Position {
+    Position {
         line: before.bytes().filter(|&b| b == b'\n').count() + 1,
         column,
         end_column: column + text[start..end].encode_utf16().count(),
-    })
+    }
 }
 
 #[cfg(test)]
@@ -180,6 +212,29 @@ mod tests {
 "projects": {"/elsewhere": {"mcpServers": {"s": {}}},
              "/work/proj": {"mcpServers": {"s": {}}}}}"#;
         assert_eq!(at(text, "s"), Some((3, 44, 47)));
+    }
+
+    #[test]
+    fn the_entry_found_is_in_the_servers_object_the_reader_uses() {
+        // The reader takes `mcpServers` over `servers`, wherever each is written.
+        let text = "{\"servers\": {\"fs\": {}},\n\"mcpServers\": {\"fs\": {}}}";
+        assert_eq!(at(text, "fs"), Some((2, 16, 20)));
+        // A name only in the object the reader ignores is not its entry.
+        let text = "{\"servers\": {\"fs\": {}}, \"mcpServers\": {\"other\": {}}}";
+        assert_eq!(at(text, "fs"), None);
+        // A key given twice: the reader keeps the later object.
+        let text = "{\"mcpServers\": {\"fs\": {}},\n\"mcpServers\": {\"fs\": {}}}";
+        assert_eq!(at(text, "fs"), Some((2, 16, 20)));
+    }
+
+    #[test]
+    fn escapes_and_names_as_values_do_not_mislead_the_scan() {
+        // A value holding the name, quotes, braces and a backslash before the key, and a key
+        // whose escapes hide a quote and a brace.
+        let text = r#"{"mcpServers": {"a": {"args": ["fs", "\\\"{", "}\\"], "x": "fs"},
+ "q\"{": {}, "fs": {}}}"#;
+        assert_eq!(at(text, "fs"), Some((2, 14, 18)));
+        assert_eq!(at(text, "q\"{"), Some((2, 2, 8)));
     }
 
     #[test]

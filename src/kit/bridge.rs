@@ -126,7 +126,13 @@ pub struct Judgement {
 impl Judgement {
     pub fn verdict(&self) -> Verdict {
         let mut by: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-        for f in self.findings.iter().filter(|f| f.fate.is_fault()) {
+        // Past the keep a message that crossed may look dropped: no drop can be told then.
+        let flooded = self.past_keep > 0;
+        for f in self
+            .findings
+            .iter()
+            .filter(|f| f.fate.is_fault() && !(flooded && f.fate == Fate::Dropped))
+        {
             let verb = match f.fate {
                 Fate::Dropped => "drops",
                 Fate::Altered(_) => "alters",
@@ -152,6 +158,14 @@ impl Judgement {
             .collect();
         if self.unparsed > 0 {
             parts.push(format!("writes {} non-JSON-RPC line(s) to drive", self.unparsed));
+        }
+        if flooded {
+            // A run exchanges a few dozen messages: past the keep, what crossed cannot all be
+            // compared, so no verdict of "forwards" can be given.
+            parts.push(format!(
+                "floods the run ({} message(s) past the first kept, not compared)",
+                self.past_keep
+            ));
         }
         if parts.is_empty() {
             Verdict::Forwards
@@ -356,6 +370,11 @@ fn shown(v: &Value) -> String {
     crate::text::truncate(&crate::inert::json(v), 80)
 }
 
+/// A key as a JSON pointer token (`~` and `/` escaped), the same for a key removed or added.
+fn pointer_token(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
 fn walk(a: &Value, b: &Value, path: &mut String, out: &mut Vec<String>, count: &mut usize) {
     fn note(out: &mut Vec<String>, count: &mut usize, text: String) {
         *count += 1;
@@ -368,7 +387,7 @@ fn walk(a: &Value, b: &Value, path: &mut String, out: &mut Vec<String>, count: &
             for (k, va) in x {
                 let len = path.len();
                 path.push('/');
-                path.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                path.push_str(&pointer_token(k));
                 match y.get(k) {
                     Some(vb) => walk(va, vb, path, out, count),
                     None => note(out, count, format!("{path} removed (was {})", shown(va))),
@@ -376,7 +395,11 @@ fn walk(a: &Value, b: &Value, path: &mut String, out: &mut Vec<String>, count: &
                 path.truncate(len);
             }
             for (k, vb) in y.iter().filter(|(k, _)| !x.contains_key(*k)) {
-                note(out, count, format!("{path}/{k} added ({})", shown(vb)));
+                note(
+                    out,
+                    count,
+                    format!("{path}/{} added ({})", pointer_token(k), shown(vb)),
+                );
             }
         }
         (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
@@ -403,12 +426,20 @@ fn walk(a: &Value, b: &Value, path: &mut String, out: &mut Vec<String>, count: &
     }
 }
 
-/// Whether every change is to the peer's name and version only.
-fn relabel_only(changes: &[String]) -> bool {
-    !changes.is_empty()
-        && changes
-            .iter()
-            .all(|c| c.contains("/clientInfo") || c.contains("/serverInfo"))
+/// Whether `a` and `b` differ in the peer's name and version only (an initialize's
+/// `params.clientInfo` or its result's `serverInfo`), judged on the messages themselves, not
+/// on the text of the changes, which a value or key of the bridge's choosing could imitate.
+fn relabel_only(a: &Value, b: &Value) -> bool {
+    fn without_info(v: &Value) -> Value {
+        let mut v = v.clone();
+        for (outer, inner) in [("params", "clientInfo"), ("result", "serverInfo")] {
+            if let Some(o) = v.get_mut(outer).and_then(Value::as_object_mut) {
+                o.remove(inner);
+            }
+        }
+        v
+    }
+    a != b && without_info(a) == without_info(b)
 }
 
 /// The label of a message: its method, or for a response what it answers.
@@ -428,7 +459,8 @@ fn only<'a>(list: &[Msg<'a>], keep: fn(&Msg<'a>) -> bool) -> Vec<Msg<'a>> {
 
 /// Judges one pair: intact (counted), delayed, relabelled or altered.
 fn judge_pair(j: &mut Judgement, way: Way, what: String, from: &Msg, to: &Msg, tr: &Translation) {
-    let ch = changes(&comparable(from, tr), &comparable(to, tr));
+    let (a, b) = (comparable(from, tr), comparable(to, tr));
+    let ch = changes(&a, &b);
     let starting = from.on_drive
         && from
             .ms
@@ -447,7 +479,7 @@ fn judge_pair(j: &mut Judgement, way: Way, what: String, from: &Msg, to: &Msg, t
             *j.intact.entry(what.clone()).or_default() += 1;
             return;
         }
-    } else if relabel_only(&ch) {
+    } else if relabel_only(&a, &b) {
         Fate::Relabelled(ch)
     } else {
         Fate::Altered(ch)
@@ -816,13 +848,36 @@ mod tests {
     }
 
     #[test]
+    fn a_key_added_with_a_slash_or_tilde_is_named_by_its_pointer_token() {
+        let ch = changes(&json!({"a": {}}), &json!({"a": {"x/y": 1, "~z": 2}}));
+        assert_eq!(ch, vec!["/a/x~1y added (1)", "/a/~0z added (2)"]);
+    }
+
+    #[test]
     fn a_change_to_client_info_alone_is_relabelling() {
-        let ch = changes(
+        assert!(relabel_only(
             &json!({"params": {"clientInfo": {"name": "a"}}}),
             &json!({"params": {"clientInfo": {"name": "a (via proxy)"}}}),
-        );
-        assert!(relabel_only(&ch));
-        assert!(!relabel_only(&changes(&json!({"a": 1}), &json!({"a": 2}))));
+        ));
+        assert!(relabel_only(
+            &json!({"result": {"serverInfo": {"name": "s"}}}),
+            &json!({"result": {"serverInfo": {"name": "s", "version": "2"}}}),
+        ));
+        assert!(!relabel_only(&json!({"a": 1}), &json!({"a": 2})));
+    }
+
+    #[test]
+    fn an_alteration_that_only_mentions_client_info_is_no_relabelling() {
+        // A value, or a key elsewhere, named like the peer's info: an alteration all the same.
+        let a = json!({"params": {"arguments": {"q": "a"}}});
+        let b = json!({"params": {"arguments": {"q": "/clientInfo"}}});
+        assert!(changes(&a, &b)[0].contains("/clientInfo"));
+        assert!(!relabel_only(&a, &b));
+        let b = json!({"params": {"arguments": {"q": "a", "clientInfo x": 1}}});
+        assert!(!relabel_only(&a, &b));
+        let a = json!({"params": {"clientInfo": {"name": "c"}, "x": 1}});
+        let b = json!({"params": {"clientInfo": {"name": "d"}, "x": 2}});
+        assert!(!relabel_only(&a, &b), "a relabelling alongside an alteration");
     }
 
     #[test]

@@ -98,11 +98,25 @@ fn action(result: &Value) -> String {
         })
 }
 
-/// Later in the session, a request of the client that the server answered.
+/// Later in the session, a request of the client that the server answered: the answer to
+/// the first such request. One pass from the end (the ids answered after each point), so a
+/// log of many unanswered requests costs no more than its length.
 fn went_on(e: &[Entry], after: usize) -> Option<usize> {
-    (after + 1..e.len())
-        .filter(|&i| e[i].dir == "in" && id(&e[i]).is_some() && method(&e[i]).is_some())
-        .find_map(|i| reply(e, i, "out"))
+    let mut answered = std::collections::HashSet::new();
+    let mut first = None;
+    for i in (after + 1..e.len()).rev() {
+        let Some(key) = id(&e[i]).map(Value::to_string) else {
+            continue;
+        };
+        match (e[i].dir.as_str(), method(&e[i]).is_some()) {
+            ("out", false) => {
+                answered.insert(key);
+            }
+            ("in", true) if answered.contains(&key) => first = Some(i),
+            _ => {}
+        }
+    }
+    first.and_then(|i| reply(e, i, "out"))
 }
 
 /// Judges a URL flow in one session, from the call of its ask tool at `ask` (the first two
@@ -501,6 +515,35 @@ impl Judge<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_session_went_on_at_the_first_later_request_that_was_answered() {
+        let entry = |dir: &str, msg: Value| Entry {
+            line: 0,
+            ts: String::new(),
+            dir: dir.into(),
+            msg: Some(msg),
+            info: None,
+        };
+        let e = vec![
+            entry("out", json!({"id": "q", "method": "elicitation/create"})),
+            // Unanswered requests, a reply to none of them, and one answered before it was asked.
+            entry("in", json!({"id": 5, "method": "ping"})),
+            entry("out", json!({"id": 9, "result": {}})),
+            entry("in", json!({"id": 9, "method": "ping"})),
+            entry("in", json!({"id": 7, "method": "tools/list"})),
+            entry("in", json!({"id": 8, "method": "ping"})),
+            entry("out", json!({"id": 8, "result": {}})),
+            entry("out", json!({"id": 7, "result": {}})),
+        ];
+        assert_eq!(went_on(&e, 0), Some(7), "the answer to id 7, the first answered");
+        assert_eq!(
+            went_on(&e, 4),
+            Some(6),
+            "from after id 7's request: id 8's answer"
+        );
+        assert_eq!(went_on(&e[..4], 0), None);
+    }
 
     #[test]
     fn the_mode_sent_to_test_a_client_is_the_one_it_left_out() {

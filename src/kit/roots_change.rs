@@ -5,6 +5,7 @@
 //! table says what changed between the first and the last roots the client answered.
 
 use serde_json::Value;
+use std::collections::HashSet;
 
 use super::analyze::{Entry, Row};
 use super::flow::{Flow, FlowReport, FlowVerdict, QUOTE, ev, id, method, params, reply};
@@ -36,8 +37,10 @@ pub fn diff(before: &Value, after: &Value) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let added: Vec<&String> = a.iter().filter(|u| !b.contains(u)).collect();
-    let removed: Vec<&String> = b.iter().filter(|u| !a.contains(u)).collect();
+    // Sets, not list scans: a client chooses how many roots it answers.
+    let (in_b, in_a): (HashSet<&String>, HashSet<&String>) = (b.iter().collect(), a.iter().collect());
+    let added: Vec<&String> = a.iter().filter(|u| !in_b.contains(u)).collect();
+    let removed: Vec<&String> = b.iter().filter(|u| !in_a.contains(u)).collect();
     match (added.is_empty(), removed.is_empty()) {
         (true, true) => format!("nothing changed (the same {} root(s))", a.len()),
         (false, true) => format!("added {}", list(added)),
@@ -186,6 +189,20 @@ mod tests {
         assert_eq!(
             diff(&roots(&["file:///a", "file:///b"]), &roots(&["file:///c"])),
             "added `file:///c`; removed `file:///a`, `file:///b`"
+        );
+    }
+
+    #[test]
+    fn two_long_roots_answers_are_compared_whole() {
+        // As many roots as a client cares to answer: one swapped at the end.
+        let many = |last: &str| {
+            let mut u: Vec<String> = (0..20_000).map(|i| format!("file:///r{i}")).collect();
+            u.push(last.to_string());
+            json!({"roots": u.iter().map(|u| json!({"uri": u})).collect::<Vec<_>>()})
+        };
+        assert_eq!(
+            diff(&many("file:///old"), &many("file:///new")),
+            "added `file:///new`; removed `file:///old`"
         );
     }
 }

@@ -1041,6 +1041,14 @@ impl Serve<Vec<u8>> {
     pub fn drain(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.out)
     }
+
+    /// Puts drained lines back in front of what is still to be taken (already logged: a
+    /// message one HTTP stream took that belongs to another).
+    pub fn undrain(&mut self, lines: &[u8]) {
+        let rest = std::mem::take(&mut self.out);
+        self.out = lines.to_vec();
+        self.out.extend_from_slice(&rest);
+    }
 }
 
 /// Runs the server on this process's stdin and stdout until stdin ends.

@@ -85,11 +85,20 @@ pub fn parse_addr(text: &str, allow_remote: bool) -> Result<SocketAddr, StartErr
     Ok(addr)
 }
 
+/// A session's server, shared by its connections.
+type SessionServe = Arc<Mutex<Serve<Vec<u8>>>>;
+
 /// One session: its own server state.
 struct Session {
-    serve: Arc<Mutex<Serve<Vec<u8>>>>,
+    serve: SessionServe,
+    /// The ids of the session's calls whose streams are held open.
+    held: HeldIds,
     last_used: u64,
 }
+
+/// The ids of a session's held calls: each call's reply goes out on its own stream only, never
+/// on another held stream or another request's reply (two calls may be held at once).
+type HeldIds = Arc<Mutex<Vec<Value>>>;
 
 /// What the connection threads share.
 struct Shared {
@@ -309,7 +318,7 @@ struct Reply {
 /// What a held event stream waits for: the reply with `id`, from the session's server.
 struct Held {
     id: Value,
-    serve: Option<Arc<Mutex<Serve<Vec<u8>>>>>,
+    serve: Option<(SessionServe, HeldIds)>,
 }
 
 impl Reply {
@@ -345,6 +354,12 @@ fn connection(shared: &Shared, mut stream: TcpStream) {
     let fields: Vec<(&str, &str)> = reply.fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
     if let Some(held) = &reply.held {
         hold(&mut stream, &fields, &reply.body, held);
+        if let Some((_, ids)) = &held.serve {
+            let mut ids = ids.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(at) = ids.iter().position(|i| *i == held.id) {
+                ids.remove(at);
+            }
+        }
         let _ = stream.shutdown(std::net::Shutdown::Both);
         return;
     }
@@ -481,13 +496,13 @@ fn post(shared: &Shared, req: &Request) -> Reply {
                 &format!("Bad Request: unsupported MCP-Protocol-Version {v}"),
             );
         }
-        let serve = {
+        let (serve, held_ids) = {
             let mut sessions = shared.sessions.lock().unwrap_or_else(|p| p.into_inner());
             let now = shared.clock.fetch_add(1, Ordering::SeqCst) as u64;
             match sessions.get_mut(sid) {
                 Some(s) => {
                     s.last_used = now;
-                    Arc::clone(&s.serve)
+                    (Arc::clone(&s.serve), Arc::clone(&s.held))
                 }
                 None => {
                     return Reply::error(404, -32001, "Session not found: start a new one with initialize");
@@ -496,10 +511,20 @@ fn post(shared: &Shared, req: &Request) -> Reply {
         };
         let mut reply = {
             let mut serve = serve.lock().unwrap_or_else(|p| p.into_inner());
-            exchange(&mut serve, &req.body, id.as_ref(), is_request, Vec::new())
+            let others_held = held_ids.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let reply = exchange_among(&mut serve, &req.body, id.as_ref(), is_request, &others_held);
+            if let Some(held) = &reply.held {
+                // Registered before the stream's head goes out, so before the client can
+                // answer serve's request and the reply can be written.
+                held_ids
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(held.id.clone());
+            }
+            reply
         };
         if let Some(held) = reply.held.as_mut() {
-            held.serve = Some(serve);
+            held.serve = Some((serve, held_ids));
         }
         return reply;
     }
@@ -612,6 +637,7 @@ fn initialize(shared: &Shared, body: &[u8]) -> Reply {
             sid,
             Session {
                 serve,
+                held: HeldIds::default(),
                 last_used: now,
             },
         );
@@ -625,9 +651,34 @@ fn session_id() -> io::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Feeds one message to the handler and turns what it wrote into the HTTP reply: 202 for a
-/// notification or response, JSON for a lone reply, SSE when other messages come with it
-/// (they go first, the reply last, so the stream ends with the reply).
+/// Whether `line` is the reply to one of `ids` (a held call's, which only its stream takes).
+fn replies_to(line: &[u8], ids: &[Value]) -> bool {
+    !ids.is_empty()
+        && serde_json::from_slice::<Value>(line)
+            .ok()
+            .is_some_and(|m| m.get("method").is_none() && m.get("id").is_some_and(|i| ids.contains(i)))
+}
+
+/// Takes what `serve` wrote, leaving the replies to `others_held` for their own streams: the
+/// lines taken, newline-separated.
+fn take_lines(serve: &mut Serve<Vec<u8>>, others_held: &[Value]) -> Vec<Vec<u8>> {
+    let out = serve.drain();
+    let (mut taken, mut left) = (Vec::new(), Vec::new());
+    for l in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        if replies_to(l, others_held) {
+            left.extend_from_slice(l);
+            left.push(b'\n');
+        } else {
+            taken.push(l.to_vec());
+        }
+    }
+    if !left.is_empty() {
+        serve.undrain(&left);
+    }
+    taken
+}
+
+/// [`exchange_among`] outside a session (no call is held there).
 fn exchange(
     serve: &mut Serve<Vec<u8>>,
     body: &[u8],
@@ -635,6 +686,25 @@ fn exchange(
     is_request: bool,
     fields: Vec<(&'static str, String)>,
 ) -> Reply {
+    let mut r = exchange_among(serve, body, id, is_request, &[]);
+    if matches!(r.status, 200 | 202) {
+        r.fields.extend(fields);
+    }
+    r
+}
+
+/// Feeds one message to the handler and turns what it wrote into the HTTP reply: 202 for a
+/// notification or response, JSON for a lone reply, SSE when other messages come with it
+/// (they go first, the reply last, so the stream ends with the reply). The replies to the
+/// session's held calls (`others_held`) are left for their streams.
+fn exchange_among(
+    serve: &mut Serve<Vec<u8>>,
+    body: &[u8],
+    id: Option<&Value>,
+    is_request: bool,
+    others_held: &[Value],
+) -> Reply {
+    let fields = Vec::new();
     // The handler takes one line: a body holding newlines would not be one message.
     let line: Vec<u8> = body
         .iter()
@@ -650,10 +720,10 @@ fn exchange(
         r.fields = fields;
         return r;
     }
-    let out = serve.drain();
     let mut reply = None;
     let mut others = Vec::new();
-    for l in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+    for l in take_lines(serve, others_held) {
+        let l = l.as_slice();
         let is_reply = serde_json::from_slice::<Value>(l).ok().is_some_and(|m| {
             m.get("method").is_none() && (m.get("id") == id || m.get("id") == Some(&Value::Null))
         });
@@ -722,7 +792,7 @@ const HOLD_DEADLINE: Duration = REQUEST_DEADLINE;
 /// Writes a held event stream: the first events, then every message the session's server
 /// writes, until the reply to the held request (or the deadline, or the client leaves).
 fn hold(stream: &mut TcpStream, fields: &[(&str, &str)], first: &[u8], held: &Held) {
-    let Some(serve) = &held.serve else {
+    let Some((serve, ids)) = &held.serve else {
         return;
     };
     let mut head =
@@ -741,12 +811,17 @@ fn hold(stream: &mut TcpStream, fields: &[(&str, &str)], first: &[u8], held: &He
     let until = Instant::now() + HOLD_DEADLINE;
     while Instant::now() < until {
         std::thread::sleep(HOLD_POLL);
-        let out = serve.lock().unwrap_or_else(|p| p.into_inner()).drain();
-        let lines: Vec<Vec<u8>> = out
-            .split(|&b| b == b'\n')
-            .filter(|l| !l.is_empty())
-            .map(<[u8]>::to_vec)
-            .collect();
+        let lines = {
+            let mut serve = serve.lock().unwrap_or_else(|p| p.into_inner());
+            let others: Vec<Value> = ids
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .filter(|i| **i != held.id)
+                .cloned()
+                .collect();
+            take_lines(&mut serve, &others)
+        };
         if lines.is_empty() {
             continue;
         }

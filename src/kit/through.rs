@@ -287,6 +287,11 @@ pub struct Transcript {
 }
 
 impl Transcript {
+    /// A line from CMD longer than drive reads: not kept, counted with the unparsed.
+    fn note_oversize(&mut self) {
+        self.unparsed += 1;
+    }
+
     fn note(&mut self, from: Side, bytes: &[u8]) {
         let n = self.messages.len() + self.unparsed + self.past_keep + 1;
         if self.messages.len() >= KEEP || self.kept_bytes + bytes.len() > KEEP_BYTES {
@@ -353,8 +358,14 @@ impl Wire for Tap {
     }
     fn next(&mut self, deadline: Instant) -> Option<WireEvent> {
         let ev = self.inner.next(deadline);
-        if let Some(WireEvent::Frame(Frame::Line(line))) = &ev {
-            self.note(Side::Bridge, line);
+        match &ev {
+            Some(WireEvent::Frame(Frame::Line(line))) => self.note(Side::Bridge, line),
+            Some(WireEvent::Frame(Frame::Oversize(_))) => self
+                .seen
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .note_oversize(),
+            _ => {}
         }
         ev
     }

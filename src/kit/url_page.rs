@@ -7,6 +7,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -22,8 +23,11 @@ const MAX_OPEN: usize = 256;
 /// Bound on a request head read from a visitor, and on each read and write.
 const MAX_HEAD: usize = 8 * 1024;
 const IO_TIMEOUT: Duration = Duration::from_secs(2);
-/// A whole visit (head read and reply) at most this long: one visitor at a time is served.
+/// A whole visit (head read and reply) at most this long.
 const VISIT_DEADLINE: Duration = Duration::from_secs(4);
+/// Visitors served at once, each on its own thread: one that sends nothing (or sends slowly)
+/// does not keep the user's own visit waiting. More are closed unanswered.
+const MAX_VISITORS: usize = 16;
 /// The path prefix of an elicitation's page.
 pub const PATH: &str = "/elicitation/";
 
@@ -38,6 +42,8 @@ pub struct Page {
     addr: SocketAddr,
     open: Mutex<Vec<Open>>,
     log: Mutex<Log>,
+    /// Visits being served.
+    visiting: AtomicUsize,
 }
 
 static PAGE: OnceLock<Result<Arc<Page>, String>> = OnceLock::new();
@@ -60,16 +66,35 @@ impl Page {
             addr: listener.local_addr()?,
             open: Mutex::new(Vec::new()),
             log: Mutex::new(log),
+            visiting: AtomicUsize::new(0),
         });
         let serving = Arc::clone(&page);
         std::thread::Builder::new()
             .name("url-page".into())
             .spawn(move || {
                 for stream in listener.incoming().flatten() {
-                    serving.visit(stream);
+                    serving.admit(stream);
                 }
             })?;
         Ok(page)
+    }
+
+    /// Serves a visitor on a thread of its own, if fewer than [`MAX_VISITORS`] are served.
+    fn admit(self: &Arc<Self>, stream: TcpStream) {
+        if self.visiting.fetch_add(1, Ordering::SeqCst) >= MAX_VISITORS {
+            self.visiting.fetch_sub(1, Ordering::SeqCst);
+            return;
+        }
+        let page = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("url-page-visit".into())
+            .spawn(move || {
+                page.visit(stream);
+                page.visiting.fetch_sub(1, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            self.visiting.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 
     /// Registers a new elicitation: its id and URL. `sink` (legacy stdio) gets the
@@ -103,18 +128,8 @@ impl Page {
 
     /// Serves one visitor: reads its head (bounded), completes the elicitation its path names.
     fn visit(&self, mut stream: TcpStream) {
-        let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
         let _ = stream.set_write_timeout(Some(IO_TIMEOUT));
-        let deadline = Instant::now() + VISIT_DEADLINE;
-        let mut head = Vec::new();
-        let mut buf = [0u8; 1024];
-        while head.len() < MAX_HEAD && Instant::now() < deadline && !head.windows(4).any(|w| w == b"\r\n\r\n")
-        {
-            match stream.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => head.extend_from_slice(&buf[..n]),
-            }
-        }
+        let head = read_until(&mut stream, |h| h.windows(4).any(|w| w == b"\r\n\r\n"));
         let line = head.split(|&b| b == b'\n').next().unwrap_or(&[]);
         let line = String::from_utf8_lossy(line);
         let mut words = line.split_whitespace();
@@ -166,20 +181,47 @@ impl Page {
     }
 }
 
+/// Reads from `stream` until `done` says what was read is enough, [`MAX_HEAD`] bytes, the end,
+/// or [`VISIT_DEADLINE`] (each read waits only for what is left of it): a peer that trickles
+/// bytes is given up on at the deadline.
+fn read_until(stream: &mut TcpStream, done: impl Fn(&[u8]) -> bool) -> Vec<u8> {
+    let until = Instant::now() + VISIT_DEADLINE;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while got.len() < MAX_HEAD && !done(&got) {
+        let left = until.saturating_duration_since(Instant::now()).min(IO_TIMEOUT);
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            break;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    got
+}
+
 /// The notification that tells a legacy client its URL elicitation completed.
 pub const COMPLETE: &str = "notifications/elicitation/complete";
 
+/// The longest elicitation id a page URL may name (serve's are 32 hex digits).
+const MAX_ID: usize = 64;
+
 /// Whether `url` is a page of this kind on a loopback address (what a test client checks
-/// before it "opens" a URL it was sent).
+/// before it "opens" a URL it was sent): `http://`, a loopback IP and port, and
+/// `/elicitation/` followed by an id of letters and digits only, so a URL a bridge or
+/// server chose cannot carry a line break, a header or a second request into the GET.
 pub fn is_loopback_page(url: &str) -> bool {
     let Some(rest) = url.strip_prefix("http://") else {
         return false;
     };
     let authority = rest.split('/').next().unwrap_or("");
+    let id = rest[authority.len()..].strip_prefix(PATH).unwrap_or("");
     authority
         .parse::<SocketAddr>()
         .is_ok_and(|a| a.ip().is_loopback())
-        && rest[authority.len()..].starts_with(PATH)
+        && (1..=MAX_ID).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 
 /// Opens a page URL the way a browser would, for the control client: one bounded GET to a
@@ -193,15 +235,18 @@ pub fn open_url(url: &str) -> Result<u16, String> {
     let path = &rest[authority.len()..];
     let addr: SocketAddr = authority.parse().map_err(|_| "bad address".to_string())?;
     let mut s = TcpStream::connect_timeout(&addr, IO_TIMEOUT).map_err(|e| e.to_string())?;
-    let _ = s.set_read_timeout(Some(IO_TIMEOUT));
     let _ = s.set_write_timeout(Some(IO_TIMEOUT));
     write!(
         s,
         "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
     )
     .map_err(|e| e.to_string())?;
-    let mut reply = Vec::new();
-    let _ = s.take(MAX_HEAD as u64).read_to_end(&mut reply);
+    // The status line is all that is read: until its end, the bound, or the deadline, so a
+    // page that trickles (a port a forged URL named) cannot hold drive.
+    let reply = read_until(&mut s, |r| r.contains(&b'\n'));
+    if !reply.contains(&b'\n') {
+        return Err("no whole HTTP status line in time".into());
+    }
     let line = reply.split(|&b| b == b'\n').next().unwrap_or(&[]);
     String::from_utf8_lossy(line)
         .split_whitespace()
@@ -222,5 +267,42 @@ mod tests {
         assert!(!is_loopback_page("https://127.0.0.1:4000/elicitation/ab"));
         assert!(!is_loopback_page("http://localhost:4000/elicitation/ab"));
         assert!(!is_loopback_page("http://127.0.0.1:4000/other"));
+    }
+
+    #[test]
+    fn a_page_that_trickles_its_status_line_is_given_up_on_at_the_visit_deadline() {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let addr = listener.local_addr().unwrap();
+        // One byte at a time, each well within a read's timeout, the line whole only after
+        // twice the deadline.
+        let line = b"HTTP/1.1 200 OK\r\n";
+        let step = VISIT_DEADLINE * 2 / line.len() as u32;
+        let page = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            for b in line {
+                if s.write_all(&[*b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(step);
+            }
+        });
+        let got = open_url(&format!("http://{addr}{PATH}ab12"));
+        assert_eq!(got, Err("no whole HTTP status line in time".to_string()));
+        page.join().unwrap();
+    }
+
+    #[test]
+    fn a_page_url_carrying_anything_but_an_id_is_no_page() {
+        // A line break would end the GET's request line and start text of the URL's choosing.
+        assert!(!is_loopback_page(
+            "http://127.0.0.1:4000/elicitation/ab HTTP/1.1\r\nHost: x\r\n\r\nPOST /admin"
+        ));
+        assert!(!is_loopback_page("http://127.0.0.1:4000/elicitation/ab\nX: 1"));
+        assert!(!is_loopback_page("http://127.0.0.1:4000/elicitation/"));
+        assert!(!is_loopback_page("http://127.0.0.1:4000/elicitation/../admin"));
+        assert!(!is_loopback_page(&format!(
+            "http://127.0.0.1:4000/elicitation/{}",
+            "a".repeat(65)
+        )));
     }
 }

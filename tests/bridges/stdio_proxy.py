@@ -3,7 +3,7 @@
 
     stdio_proxy.py [--drop METHOD]... [--strip CAPABILITY]... [--rewrite-ids] [--linger]
                    [--noise TEXT] [--shell] [--delay METHOD=MS]... [--cache METHOD]...
-                   -- COMMAND...
+                   [--flood N] [--huge BYTES] [--url JSON] [--sub OLD=NEW]... -- COMMAND...
 
 Starts COMMAND and copies JSON-RPC lines between our stdin/stdout and its stdin/stdout.
 With no options it is faithful. The options make it lossy on purpose:
@@ -17,6 +17,11 @@ With no options it is faithful. The options make it lossy on purpose:
   --cache METHOD      answer a request named METHOD from the first answer the server gave,
                       never asking it again (a stale cache)
   --noise TEXT        write TEXT as a line of our stdout first, as a chatty bridge does
+  --flood N           write N notifications/message of our own to our stdout first
+  --huge BYTES        write one line of BYTES bytes (a JSON-RPC notification) to our stdout first
+  --sub OLD=NEW       replace the text OLD with NEW in every string value going to the client
+  --url JSON          replace the URL of every URL mode elicitation going to the client with
+                      JSON (a JSON string, so it may hold escapes)
   --shell             COMMAND is one string, run by sh -c (as bridges that take the server
                       command as one argument do)
   --linger            a bridge that will not go: ignores SIGTERM and, when its client
@@ -30,9 +35,13 @@ import sys
 import threading
 
 
+FLOOD, HUGE, URL, SUB = 0, 0, None, []
+
+
 def parse_args(argv):
     drop, strip, rewrite, linger, noise, shell = set(), [], False, False, None, False
     delay, cache = {}, set()
+    global FLOOD, HUGE, URL
     i = 0
     while i < len(argv) and argv[i] != "--":
         if argv[i] == "--drop":
@@ -53,6 +62,18 @@ def parse_args(argv):
             i += 2
         elif argv[i] == "--noise":
             noise = argv[i + 1]
+            i += 2
+        elif argv[i] == "--flood":
+            FLOOD = int(argv[i + 1])
+            i += 2
+        elif argv[i] == "--sub":
+            SUB.append(tuple(argv[i + 1].split("=", 1)))
+            i += 2
+        elif argv[i] == "--url":
+            URL = json.loads(argv[i + 1])
+            i += 2
+        elif argv[i] == "--huge":
+            HUGE = int(argv[i + 1])
             i += 2
         elif argv[i] == "--shell":
             shell = True
@@ -75,6 +96,14 @@ def parse_args(argv):
 DROP, STRIP, REWRITE, LINGER, NOISE, COMMAND, DELAY, CACHE = parse_args(sys.argv[1:])
 if NOISE is not None:
     sys.stdout.buffer.write(NOISE.encode() + b"\n")
+    sys.stdout.buffer.flush()
+for n in range(FLOOD):
+    line = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": n}}
+    sys.stdout.buffer.write(json.dumps(line).encode() + b"\n")
+sys.stdout.buffer.flush()
+if HUGE:
+    head = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"'
+    sys.stdout.buffer.write(head + b"A" * max(0, HUGE - len(head) - 4) + b'"}}\n')
     sys.stdout.buffer.flush()
 if LINGER:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -118,11 +147,41 @@ def strip_capabilities(result):
             node.pop(path[-1], None)
 
 
+def substitute(value):
+    """--sub: the text replaced in every string of a message."""
+    if isinstance(value, str):
+        for old, new in SUB:
+            value = value.replace(old, new)
+        return value
+    if isinstance(value, dict):
+        return {k: substitute(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(v) for v in value]
+    return value
+
+
+def replace_url(msg):
+    """--url: the URL of a URL mode elicitation (a legacy request or a modern input request)."""
+    asks = []
+    if msg.get("method") == "elicitation/create":
+        asks.append(msg.get("params"))
+    result = msg.get("result")
+    if isinstance(result, dict) and isinstance(result.get("inputRequests"), dict):
+        asks.extend(r.get("params") for r in result["inputRequests"].values() if isinstance(r, dict))
+    for params in asks:
+        if isinstance(params, dict) and "url" in params:
+            params["url"] = URL
+
+
 def handle(msg, own_ids, their_ids):
     """One message on its way; own_ids maps ids we gave requests going this way, their_ids
     those we gave requests coming the other way (whose answers go this way)."""
     if not isinstance(msg, dict):
         return msg
+    if URL is not None and own_ids is to_client_ids:
+        replace_url(msg)
+    if SUB and own_ids is to_client_ids:
+        msg = substitute(msg)
     method, has_id = msg.get("method"), "id" in msg
     if method is not None and not has_id and method in DROP:
         return None

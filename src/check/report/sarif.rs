@@ -29,7 +29,7 @@ pub fn sarif(r: &CheckReport, origin: Option<&Origin>) -> Value {
             })
         })
         .collect();
-    let artifact = artifact(&r.target).map(|a| inert(&a).into_owned());
+    let artifact = artifact(&r.target).map(|a| uri_reference(&a));
     let command_line = inert(&r.target.command.join(" ")).into_owned();
     let module = json!([{"name": command_line, "kind": "module"}]);
     let entry = origin.and_then(|o| config_location(Path::new(&r.target.cwd), o));
@@ -104,7 +104,7 @@ pub fn sarif(r: &CheckReport, origin: Option<&Origin>) -> Value {
 /// repository (as [`artifact`] places the server's file), and the region of its name when it
 /// can be found. `None` for a config outside the repository.
 fn config_location(cwd: &Path, origin: &Origin) -> Option<Value> {
-    let uri = inert(&in_repository(cwd, &origin.file)?).into_owned();
+    let uri = uri_reference(&in_repository(cwd, &origin.file)?);
     let mut location = json!({"artifactLocation": {"uri": uri, "uriBaseId": "SRCROOT"}});
     if let Some(at) = locate::entry(&origin.file, &origin.name) {
         location["region"] = json!({
@@ -114,6 +114,21 @@ fn config_location(cwd: &Path, origin: &Origin) -> Option<Value> {
         });
     }
     Some(location)
+}
+
+/// A relative path as a SARIF `uri` (a URI reference): every byte but the unreserved ones
+/// and `/` percent-encoded, so a space, `#`, `%` or `?` in a file name cannot end the path or
+/// start a fragment, and no control or bidi character is written raw.
+fn uri_reference(relative: &str) -> String {
+    let mut out = String::with_capacity(relative.len());
+    for b in relative.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// `file` relative to the repository `cwd` is in (the nearest folder above it holding `.git`,
@@ -173,6 +188,28 @@ mod tests {
             url: None,
             header_names: vec![],
         }
+    }
+
+    #[test]
+    fn a_config_whose_name_needs_escaping_is_a_valid_uri_with_its_region() {
+        let repo = std::env::temp_dir().join(format!("mcpw-sarif-uri-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&repo);
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join("my cfg")).unwrap();
+        let file = repo.join("my cfg/mcp #1 100%é\u{202e}.json");
+        std::fs::write(&file, "{\"servers\": {\"s\": {\"command\": \"x\"}}}").unwrap();
+        let origin = Origin {
+            file,
+            name: "s".into(),
+        };
+        let at = config_location(&repo, &origin).unwrap();
+        assert_eq!(
+            at["artifactLocation"]["uri"],
+            "my%20cfg/mcp%20%231%20100%25%C3%A9%E2%80%AE.json"
+        );
+        assert_eq!(at["region"]["startLine"], 1);
+        assert_eq!(at["region"]["startColumn"], 14);
+        std::fs::remove_dir_all(&repo).unwrap();
     }
 
     #[test]
