@@ -454,6 +454,13 @@ impl<W: Write> Serve<W> {
             };
             return self.reply(id, Ok(outcome), true);
         }
+        let request = f.request_params();
+        self.question(id, f, request)
+    }
+
+    /// Legacy: sends the client flow `f`'s question (`request`, its params) as a server
+    /// request, remembering which call it belongs to; a tool error when too many are open.
+    fn question(&mut self, id: Value, f: Flow, request: Value) -> io::Result<()> {
         if self.state.asked.len() >= MAX_ASKED {
             let why = "too many questions unanswered: answer the open ones first";
             return self.reply(id, Ok(tool_error(why.into())), false);
@@ -461,7 +468,7 @@ impl<W: Write> Serve<W> {
         self.state.questions += 1;
         let qid = Value::from(format!("witness-{}-{}", f.name(), self.state.questions));
         self.state.asked.push((qid.clone(), id, f));
-        self.send(json!({"jsonrpc": "2.0", "id": qid, "method": f.method(), "params": f.request_params()}))
+        self.send(json!({"jsonrpc": "2.0", "id": qid, "method": f.method(), "params": request}))
     }
 
     /// The elicitation-mode flows: a URL mode request (`elicitation-url`), or one in the mode
@@ -556,14 +563,7 @@ impl<W: Write> Serve<W> {
             let result = input_required(f, request, f.request_state());
             return self.reply(id, Ok(result), true);
         }
-        if self.state.asked.len() >= MAX_ASKED {
-            let why = "too many questions unanswered: answer the open ones first";
-            return self.reply(id, Ok(tool_error(why.into())), false);
-        }
-        self.state.questions += 1;
-        let qid = Value::from(format!("witness-{}-{}", f.name(), self.state.questions));
-        self.state.asked.push((qid.clone(), id, f));
-        self.send(json!({"jsonrpc": "2.0", "id": qid, "method": f.method(), "params": request}))
+        self.question(id, f, request)
     }
 
     /// Counts one more ask of a modern URL elicitation whose page was not visited; whether
