@@ -9,6 +9,7 @@
 //   MCP_WITNESS_SDK_DIR=<node_modules dir> node undeclared-mode.mjs <mcp-witness binary> <log file>
 // Prints one JSON summary on stdout.
 
+import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -23,10 +24,11 @@ const load = (rel) => import(pathToFileURL(path.join(sdkRoot, "dist", "esm", rel
 const { Client } = await load("client/index.js");
 const { StdioClientTransport, getDefaultEnvironment } = await load("client/stdio.js");
 const types = await load("types.js");
+const sdkVersion = JSON.parse(fs.readFileSync(path.join(sdkRoot, "package.json"), "utf8")).version;
 
 const summary = { handler_saw: [] };
 const client = new Client(
-  { name: "typescript-sdk-form-only", version: "1" },
+  { name: "typescript-sdk-form-only", version: sdkVersion },
   { capabilities: { elicitation: {} } },
 );
 client.setRequestHandler(types.ElicitRequestSchema, async (req) => {
