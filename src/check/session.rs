@@ -379,12 +379,32 @@ impl<'o> Ctx<'o> {
     /// The side run for `version`, waiting for it if needed.
     pub fn side_run(&mut self, version: &str) -> Option<SideRun> {
         let until = self.deadline.saturating_duration_since(Instant::now());
-        if let Some((_, rx, _)) = self.side.iter().find(|(v, _, _)| v == version)
+        if !self.side_done.iter().any(|r| r.requested == version)
+            && let Some((_, rx, _)) = self.side.iter().find(|(v, _, _)| v == version)
             && let Ok(run) = rx.recv_timeout(until)
         {
             self.side_done.push(run);
         }
         self.side_done.iter().find(|r| r.requested == version).cloned()
+    }
+
+    /// Whether `side_run(version)` would answer without waiting: its result is in, or it
+    /// will never come (not started, or its thread is gone).
+    pub fn side_run_ready(&mut self, version: &str) -> bool {
+        if self.side_done.iter().any(|r| r.requested == version) {
+            return true;
+        }
+        let Some((_, rx, _)) = self.side.iter().find(|(v, _, _)| v == version) else {
+            return true;
+        };
+        match rx.try_recv() {
+            Ok(run) => {
+                self.side_done.push(run);
+                true
+            }
+            Err(std::sync::mpsc::TryRecvError::Empty) => false,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => true,
+        }
     }
 
     /// Walks every declared list once; the checks read the results.
