@@ -61,6 +61,12 @@ unsafe extern "C" {
     fn waitpid(pid: i32, status: *mut i32, options: i32) -> i32;
     /// libc's `faccessat(2)`.
     fn faccessat(dirfd: i32, path: *const std::ffi::c_char, mode: i32, flags: i32) -> i32;
+    /// libc's `open(2)` (variadic in C: here only with the two fixed arguments).
+    fn open(path: *const std::ffi::c_char, flags: i32, ...) -> i32;
+    /// libc's `write(2)`.
+    fn write(fd: i32, buf: *const u8, count: usize) -> isize;
+    /// libc's `close(2)`.
+    fn close(fd: i32) -> i32;
 }
 
 /// Whether this process, by its effective ids, may write `path`: a file, or a folder (create
@@ -151,8 +157,20 @@ pub fn new_session() -> io::Result<()> {
 /// The nice value of a process that must not compete with the one that matters.
 pub const BACKGROUND_NICE: i32 = 10;
 
+/// [`BACKGROUND_NICE`] as written to `/proc/self/autogroup`.
+const AUTOGROUP_NICE: &[u8] = b"10";
+/// `open(2)`'s write-only and close-on-exec flags, and `EAGAIN`, on Linux.
+const O_WRONLY: i32 = 1;
+const O_CLOEXEC: i32 = 0o2000000;
+const EAGAIN: i32 = 11;
+/// The kernel lets a process without `CAP_SYS_ADMIN` set an autogroup's nice once every
+/// 100 ms, machine-wide: a second side run started at once tries again this often.
+const AUTOGROUP_TRIES: u32 = 10;
+const AUTOGROUP_RETRY: std::time::Duration = std::time::Duration::from_millis(25);
+
 /// Lowers the calling process's CPU priority to [`BACKGROUND_NICE`] (its children inherit
-/// it). Async-signal-safe: meant for a `pre_exec` hook.
+/// it), and, called after [`new_session`], its session's autogroup too (see
+/// [`lower_autogroup`]). Async-signal-safe: meant for a `pre_exec` hook.
 pub fn lower_priority() -> io::Result<()> {
     const PRIO_PROCESS: i32 = 0;
     // SAFETY: setpriority with PRIO_PROCESS and who 0 changes only the calling process's nice
@@ -160,7 +178,58 @@ pub fn lower_priority() -> io::Result<()> {
     if unsafe { setpriority(PRIO_PROCESS, 0, BACKGROUND_NICE) } == -1 {
         return Err(io::Error::last_os_error());
     }
+    // A kernel without autogroups (or with them off) schedules by the nice value alone.
+    let _ = lower_autogroup();
     Ok(())
+}
+
+/// Sets the calling session's autogroup nice to [`BACKGROUND_NICE`]. Where the kernel groups
+/// tasks by session (`sched_autogroup_enabled`, the default of most distributions), a
+/// process's nice value only ranks it against the tasks of its own session; a server
+/// started in a session of its own (`setsid`) would then compete for the cores as an equal
+/// of every other session, the main server's among them, whatever its nice value. Uses only
+/// `open`, `write`, `close` and `nanosleep`: async-signal-safe.
+fn lower_autogroup() -> io::Result<()> {
+    const PATH: &[u8] = b"/proc/self/autogroup\0";
+    rate_limited(|| {
+        // SAFETY: PATH is NUL-terminated and static; open only reads it.
+        let fd = unsafe { open(PATH.as_ptr().cast(), O_WRONLY | O_CLOEXEC) };
+        if fd == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: writes AUTOGROUP_NICE's bytes, static, from fd, which we just opened.
+        let written = unsafe { write(fd, AUTOGROUP_NICE.as_ptr(), AUTOGROUP_NICE.len()) };
+        let failed = (written == -1).then(io::Error::last_os_error);
+        // SAFETY: closes the descriptor opened above, once.
+        unsafe { close(fd) };
+        failed.map_or(Ok(()), Err)
+    })
+}
+
+/// Puts the autogroup of `pid`, a server started by [`lower_priority`] in a session of its
+/// own, back to the usual nice (0), so that once the main session no longer needs the cores
+/// more, the server is not starved by other sessions' work. Only a process that still leads
+/// its own session is touched (a pid reused since would not be one of ours).
+pub fn restore_autogroup(pid: u32) -> io::Result<()> {
+    if stat_of(pid).is_none_or(|st| st.session != pid) {
+        return Err(io::Error::from(io::ErrorKind::NotFound));
+    }
+    let path = format!("/proc/{pid}/autogroup");
+    rate_limited(|| std::fs::write(&path, b"0"))
+}
+
+/// Runs `set` (a write of an autogroup's nice) again while the kernel's rate limit refuses it.
+fn rate_limited(mut set: impl FnMut() -> io::Result<()>) -> io::Result<()> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match set() {
+            Err(e) if e.raw_os_error() == Some(EAGAIN) && tries < AUTOGROUP_TRIES => {
+                std::thread::sleep(AUTOGROUP_RETRY)
+            }
+            done => return done,
+        }
+    }
 }
 
 /// Makes this process a child subreaper: a descendant orphaned by its parent's death is
@@ -438,6 +507,47 @@ fn parse_stat(stat: &str) -> Option<(char, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_autogroup_is_lowered_to_the_background_nice() {
+        assert_eq!(AUTOGROUP_NICE, BACKGROUND_NICE.to_string().as_bytes());
+    }
+
+    /// The nice value in `/proc/PID/autogroup` ("/autogroup-N nice V"), where the kernel
+    /// groups tasks by session.
+    fn autogroup_nice(pid: u32) -> Option<i32> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/autogroup")).ok()?;
+        text.split_whitespace().last()?.parse().ok()
+    }
+
+    #[test]
+    fn a_lowered_server_session_is_lowered_then_put_back() {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = std::process::Command::new("sleep");
+        cmd.arg("5");
+        // SAFETY: the hook calls only the async-signal-safe functions it is written for.
+        unsafe {
+            cmd.pre_exec(|| {
+                new_session()?;
+                lower_priority()
+            });
+        }
+        let mut child = cmd.spawn().unwrap();
+        let pid = child.id();
+        let enabled = std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
+            .is_ok_and(|t| t.trim() == "1");
+        if enabled && autogroup_nice(pid).is_some() {
+            assert_eq!(autogroup_nice(pid), Some(BACKGROUND_NICE), "lowered at its start");
+            restore_autogroup(pid).unwrap();
+            assert_eq!(autogroup_nice(pid), Some(0), "put back");
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            restore_autogroup(pid).is_err(),
+            "a process that is gone is not touched"
+        );
+    }
 
     #[test]
     fn stat_lines_with_odd_command_names_parse() {

@@ -591,6 +591,60 @@ fn the_version_side_runs_are_two_fresh_processes_beside_the_main_one() {
     );
 }
 
+/// A check that reads a side run whose result is not in yet does not hold up the main
+/// session: here both side runs answer 3 s late, and the main session's tool calls (the
+/// robustness checks, after the version-negotiation checks in the registry) are answered
+/// before either side run answers. The report keeps the registry's order.
+#[test]
+fn a_slow_side_run_does_not_hold_up_the_main_session_and_the_order_holds() {
+    let b = Bench::new("check-side-slow");
+    let log = b.dir.join("starts.log");
+    let (_, report, _) = check(
+        &b,
+        &["--timeout", "10"],
+        &["record-starts", log.to_str().unwrap(), "3000"],
+    );
+    for id in [
+        "protocol.version_negotiation.unknown",
+        "protocol.version_negotiation.older",
+    ] {
+        assert_eq!(result(&report, id)["status"], "pass", "{id}: {report:#}");
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    let times = |kind: &str, pid_of: &dyn Fn(u32) -> bool| -> Vec<u128> {
+        text.lines()
+            .map(|l| l.split(' ').collect::<Vec<_>>())
+            .filter(|f| f[0] == kind && pid_of(f[1].parse().unwrap()))
+            .map(|f| f[2].parse().unwrap())
+            .collect()
+    };
+    let calls = times("call", &|_| true);
+    assert!(!calls.is_empty(), "the robustness checks called tools: {text}");
+    let main_pid: u32 = text
+        .lines()
+        .find(|l| l.starts_with("call "))
+        .and_then(|l| l.split(' ').nth(1)?.parse().ok())
+        .unwrap();
+    let side = times("initialized", &|pid| pid != main_pid);
+    assert_eq!(side.len(), 2, "two side runs answered: {text}");
+    assert!(
+        calls.iter().max() < side.iter().min(),
+        "every tool call was answered before a side run answered: {text}"
+    );
+    let ids: Vec<&str> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    let registry: Vec<&str> = mcp_witness::check::checks::ALL
+        .iter()
+        .map(|c| c.id)
+        .filter(|id| ids.contains(id))
+        .collect();
+    assert_eq!(ids, registry, "results in the registry's order");
+}
+
 fn nice_of_this_process() -> i32 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
     let rest = &stat[stat.rfind(')').unwrap() + 1..];

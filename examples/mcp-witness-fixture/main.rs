@@ -109,9 +109,12 @@
 //! - `future-only`: answers `server/discover` (and any request carrying a
 //!   modern `_meta`) with -32022 listing only version "2099-01-01".
 //! - `busy-start <MS>`: burns CPU for MS milliseconds before reading stdin.
-//! - `record-starts <FILE>`: like `correct`, and appends "start PID NANOS NICE"
-//!   to FILE when it starts and "initialized PID NANOS NICE" just before it
-//!   answers `initialize` (NANOS: since the Unix epoch; NICE: its nice value).
+//! - `record-starts <FILE> [SIDE_MS]`: like `correct`, and appends "start PID NANOS NICE"
+//!   to FILE when it starts, "initialized PID NANOS NICE" just before it
+//!   answers `initialize` and "call PID NANOS NICE" before it answers `tools/call`
+//!   (NANOS: since the Unix epoch; NICE: its nice value). With SIDE_MS, an
+//!   `initialize` asking for a version other than 2025-11-25 is answered SIDE_MS
+//!   milliseconds late (a slow version-negotiation side run).
 //! - `bad`: legacy era only, a catalogue of conformance defects for a checker
 //!   to find. It first prints "Server running on stdio" and an npm warning on
 //!   stdout, and an unhandled promise rejection warning on stderr, and ends every JSON line with CRLF. `initialize` echoes any
@@ -778,7 +781,14 @@ impl Server {
         // Recorded before the reply leaves, so the record's time is never later than the
         // moment the client could act on the reply.
         if method == "initialize" && !modern && self.behaviour == RecordStarts {
+            let side_ms = std::env::args().nth(3).and_then(|a| a.parse().ok());
+            if let Some(ms) = side_ms.filter(|_| params["protocolVersion"] != "2025-11-25") {
+                std::thread::sleep(Duration::from_millis(ms));
+            }
             record_start("initialized")?;
+        }
+        if method == "tools/call" && self.behaviour == RecordStarts {
+            record_start("call")?;
         }
         self.out.send(&message)?;
         if method == "initialize" && !modern {

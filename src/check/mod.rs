@@ -63,44 +63,91 @@ pub fn check(opts: &CheckOptions) -> CheckReport {
 }
 
 /// `check`, showing each result to `seen` as soon as it is known (the CLI prints them as
-/// they come on a terminal).
+/// they come on a terminal). Results are shown and reported in the registry's order, but a
+/// check that reads a side run whose result is not in yet waits while the checks after it
+/// run on the main session, and is run as soon as its side run is in (at the end at the
+/// latest): a server whose start is CPU-bound starts its side runs while the main session
+/// is already checked, instead of holding it up.
 pub fn check_with(opts: &CheckOptions, seen: &mut dyn FnMut(&CheckResult)) -> CheckReport {
     let started = Instant::now();
     let prefetch = checks::Prefetch::of(|id| opts.selected(id));
     let mut ctx = Ctx::start(opts, &prefetch);
-    let mut results = Vec::new();
+    let mut results: Vec<Option<CheckResult>> = Vec::new();
+    let mut waiting: Vec<(usize, &checks::Check)> = Vec::new();
+    let mut shown = 0;
     for c in checks::ALL {
         if !opts.selected(c.id) {
             continue;
         }
-        let outcome = if let Some(why) = ctx.could_not_run.as_ref().filter(|_| c.needs.session) {
-            checks::Outcome::skip(format!("not run: {why}"))
-        } else if let Some(only) = c.needs.transport.filter(|t| *t != ctx.transport()) {
-            checks::Outcome::skip(format!(
-                "{} only: this server was reached over {}",
-                only.as_str(),
-                ctx.transport().as_str()
-            ))
-        } else if ctx.past_deadline() {
-            ctx.bound = Some(Bound::Deadline);
-            checks::Outcome::skip(format!(
-                "not run: the run's deadline of {} s passed; raise it with --deadline",
-                ctx.deadline_secs()
-            ))
-        } else if let Some(first) = exits_on_malformed(&ctx).filter(|_| c.input == Input::Malformed) {
-            checks::Outcome::skip(format!(
-                "not sent: the server exits on malformed input, as {first} found"
-            ))
+        if side_runs_ready(&mut ctx, c) {
+            results.push(Some(run_check(&mut ctx, c)));
         } else {
-            ctx.begin_step(c.id, c.input != Input::Valid);
-            let outcome = (c.run)(&mut ctx);
-            after_input(&mut ctx, c.input, outcome)
-        };
-        let result = c.result(outcome, &ctx.redactor);
-        seen(&result);
-        results.push(result);
+            waiting.push((results.len(), c));
+            results.push(None);
+        }
+        let mut still = Vec::new();
+        for (slot, w) in waiting {
+            if side_runs_ready(&mut ctx, w) {
+                results[slot] = Some(run_check(&mut ctx, w));
+            } else {
+                still.push((slot, w));
+            }
+        }
+        waiting = still;
+        shown = show_in_order(&results, shown, seen);
     }
-    ctx.finish(results, started.elapsed().as_millis() as u64)
+    for (slot, w) in waiting {
+        results[slot] = Some(run_check(&mut ctx, w));
+    }
+    show_in_order(&results, shown, seen);
+    ctx.finish(
+        results.into_iter().flatten().collect(),
+        started.elapsed().as_millis() as u64,
+    )
+}
+
+/// Whether every side run `c` reads has its result in (or will never have one).
+fn side_runs_ready(ctx: &mut Ctx<'_>, c: &checks::Check) -> bool {
+    c.needs.side_runs.iter().all(|v| ctx.side_run_ready(v))
+}
+
+/// Shows the results from `from` on, up to the first one not known yet; returns where the
+/// next call starts.
+fn show_in_order(results: &[Option<CheckResult>], from: usize, seen: &mut dyn FnMut(&CheckResult)) -> usize {
+    let mut next = from;
+    while let Some(Some(r)) = results.get(next) {
+        seen(r);
+        next += 1;
+    }
+    next
+}
+
+/// Runs one check (or says why it was not run) and grades it.
+fn run_check(ctx: &mut Ctx<'_>, c: &checks::Check) -> CheckResult {
+    let outcome = if let Some(why) = ctx.could_not_run.as_ref().filter(|_| c.needs.session) {
+        checks::Outcome::skip(format!("not run: {why}"))
+    } else if let Some(only) = c.needs.transport.filter(|t| *t != ctx.transport()) {
+        checks::Outcome::skip(format!(
+            "{} only: this server was reached over {}",
+            only.as_str(),
+            ctx.transport().as_str()
+        ))
+    } else if ctx.past_deadline() {
+        ctx.bound = Some(Bound::Deadline);
+        checks::Outcome::skip(format!(
+            "not run: the run's deadline of {} s passed; raise it with --deadline",
+            ctx.deadline_secs()
+        ))
+    } else if let Some(first) = exits_on_malformed(ctx).filter(|_| c.input == Input::Malformed) {
+        checks::Outcome::skip(format!(
+            "not sent: the server exits on malformed input, as {first} found"
+        ))
+    } else {
+        ctx.begin_step(c.id, c.input != Input::Valid);
+        let outcome = (c.run)(ctx);
+        after_input(ctx, c.input, outcome)
+    };
+    c.result(outcome, &ctx.redactor)
 }
 
 /// The check whose malformed line first made the server exit, if one did.

@@ -94,6 +94,15 @@ type SideHandle = (
     std::sync::mpsc::Receiver<SideRun>,
     Option<JoinHandle<Option<Teardown>>>,
 );
+/// The side runs started at a lower priority beside the main handshake (their pids), and
+/// whether that handshake is over: from then on they run at the usual priority, so that on
+/// a busy machine they are not starved by other sessions' work (`sys::restore_autogroup`).
+#[derive(Debug, Default)]
+struct Lowered {
+    handshake_done: bool,
+    pids: Vec<u32>,
+}
+
 /// The longest line a version-negotiation process may send: it runs beside the main session,
 /// and only its reply's protocolVersion is read, so it never holds a big line at the same time.
 const SIDE_RUN_MAX_LINE: usize = 1 << 20;
@@ -130,6 +139,7 @@ pub struct Ctx<'o> {
     /// Side runs under way: their result arrives on the channel before their teardown ends.
     side: Vec<SideHandle>,
     side_done: Vec<SideRun>,
+    lowered: Arc<Mutex<Lowered>>,
     /// The run's deadline: no wait goes past it.
     deadline: Instant,
     /// Which bound ended the run early.
@@ -197,6 +207,7 @@ impl<'o> Ctx<'o> {
             errors_seen: Vec::new(),
             side: Vec::new(),
             side_done: Vec::new(),
+            lowered: Arc::default(),
             deadline: started + opts.server.deadline.unwrap_or(crate::target::CHECK_DEADLINE),
             bound: None,
             silence: None,
@@ -239,18 +250,39 @@ impl<'o> Ctx<'o> {
     /// A stdio server asked for the legacy era needs the side runs whatever its handshake
     /// shows, so they start with the main session: a server that is slow to start starts
     /// three times at once, not twice one after the other. The side runs start at a lower
-    /// CPU priority (`SpawnSpec::background`), so a server whose start is CPU-bound is not
-    /// slowed in its main handshake by its own two copies. Otherwise (another era, which the
-    /// handshake settles, or HTTP, where it settles the transport the side runs use) they
-    /// start once the handshake is done.
+    /// CPU priority (`SpawnSpec::background`) until the main handshake is done, so a server
+    /// whose start is CPU-bound is not slowed in its main handshake by its own two copies.
+    /// Otherwise (another era, which the handshake settles, or HTTP, where it settles the
+    /// transport the side runs use) they start once the handshake is done.
     fn handshake(&mut self, side_runs: &[&'static str]) {
         let early = self.opts.server.era == EraChoice::Legacy && self.spec.is_some();
         if early {
-            self.start_side_runs(side_runs);
+            self.start_side_runs(side_runs, true);
         }
         self.open_session(self.opts.server.era);
+        self.raise_side_runs();
         if !early && self.could_not_run.is_none() && self.era == Era::Legacy {
-            self.start_side_runs(side_runs);
+            self.start_side_runs(side_runs, false);
+        }
+    }
+
+    /// The main handshake is over: the side runs started so far go back to the usual
+    /// priority (on a thread of its own, beside the checks: the kernel spaces such changes),
+    /// and those still starting do it themselves.
+    fn raise_side_runs(&mut self) {
+        let pids = match self.lowered.lock() {
+            Ok(mut lowered) => {
+                lowered.handshake_done = true;
+                std::mem::take(&mut lowered.pids)
+            }
+            Err(_) => return,
+        };
+        if !pids.is_empty() {
+            std::thread::spawn(move || {
+                for pid in pids {
+                    let _ = crate::sys::restore_autogroup(pid);
+                }
+            });
         }
     }
 
@@ -316,14 +348,14 @@ impl<'o> Ctx<'o> {
     }
 
     /// Starts the fresh-process initialize runs of the version-negotiation checks.
-    fn start_side_runs(&mut self, versions: &[&'static str]) {
+    fn start_side_runs(&mut self, versions: &[&'static str], lowered: bool) {
         // A stdio server's side runs read lines of a bounded length; an HTTP one's replies
         // are bounded by its wire.
         let endpoint = match (&self.spec, &self.endpoint) {
             (Some(spec), _) => {
                 let mut spec = spec.clone();
                 spec.max_line = spec.max_line.min(SIDE_RUN_MAX_LINE);
-                spec.background = true;
+                spec.background = lowered;
                 crate::target::Endpoint::Stdio(spec)
             }
             (None, Some(endpoint)) => endpoint.clone(),
@@ -336,8 +368,9 @@ impl<'o> Ctx<'o> {
             let (tx, rx) = std::sync::mpsc::channel();
             let deadline = self.deadline;
             let legacy_sse = self.target.transport == crate::target::Transport::HttpSse;
+            let gate = lowered.then(|| Arc::clone(&self.lowered));
             let handle = std::thread::spawn(move || {
-                side_run(&spec, legacy_sse, version, timeout, grace, deadline, tx)
+                side_run(&spec, legacy_sse, version, timeout, grace, deadline, gate, tx)
             });
             self.side.push((version.to_string(), rx, Some(handle)));
         }
@@ -346,12 +379,32 @@ impl<'o> Ctx<'o> {
     /// The side run for `version`, waiting for it if needed.
     pub fn side_run(&mut self, version: &str) -> Option<SideRun> {
         let until = self.deadline.saturating_duration_since(Instant::now());
-        if let Some((_, rx, _)) = self.side.iter().find(|(v, _, _)| v == version)
+        if !self.side_done.iter().any(|r| r.requested == version)
+            && let Some((_, rx, _)) = self.side.iter().find(|(v, _, _)| v == version)
             && let Ok(run) = rx.recv_timeout(until)
         {
             self.side_done.push(run);
         }
         self.side_done.iter().find(|r| r.requested == version).cloned()
+    }
+
+    /// Whether `side_run(version)` would answer without waiting: its result is in, or it
+    /// will never come (not started, or its thread is gone).
+    pub fn side_run_ready(&mut self, version: &str) -> bool {
+        if self.side_done.iter().any(|r| r.requested == version) {
+            return true;
+        }
+        let Some((_, rx, _)) = self.side.iter().find(|(v, _, _)| v == version) else {
+            return true;
+        };
+        match rx.try_recv() {
+            Ok(run) => {
+                self.side_done.push(run);
+                true
+            }
+            Err(std::sync::mpsc::TryRecvError::Empty) => false,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => true,
+        }
     }
 
     /// Walks every declared list once; the checks read the results.
@@ -884,7 +937,9 @@ impl Connector for Ctx<'_> {
 }
 
 /// One `initialize` of `version` on a fresh connection (`legacy_sse`: over the HTTP+SSE
-/// transport the main session fell back to).
+/// transport the main session fell back to). A process started at a lower priority
+/// (`lowered`) is noted there, or raised at once if the main handshake is already over.
+#[allow(clippy::too_many_arguments)]
 fn side_run(
     endpoint: &crate::target::Endpoint,
     legacy_sse: bool,
@@ -892,6 +947,7 @@ fn side_run(
     timeout: Duration,
     grace: crate::wire::stdio::Grace,
     deadline: Instant,
+    lowered: Option<Arc<Mutex<Lowered>>>,
     done: std::sync::mpsc::Sender<SideRun>,
 ) -> Option<Teardown> {
     let mut run = SideRun {
@@ -914,6 +970,16 @@ fn side_run(
             return None;
         }
     };
+    if let (Some(pid), Some(lowered)) = (wire.pid(), lowered)
+        && let Ok(mut lowered) = lowered.lock()
+    {
+        if lowered.handshake_done {
+            drop(lowered);
+            let _ = crate::sys::restore_autogroup(pid);
+        } else {
+            lowered.pids.push(pid);
+        }
+    }
     let mut rpc = Rpc::new(wire);
     rpc.deadline = Some(deadline);
     // Only protocolVersion and an error are read: a reply needs no more than this, text too.

@@ -139,4 +139,8 @@ pub trait Wire: Send {
     /// The handshake settled on `version`: a wire that carries it outside the messages
     /// (HTTP: `MCP-Protocol-Version` on every later request) takes note. Stdio: nothing.
     fn negotiated(&mut self, _version: &str) {}
+    /// The server's process id, when the wire started a process.
+    fn pid(&self) -> Option<u32> {
+        None
+    }
 }

@@ -41,9 +41,10 @@ pub struct SpawnSpec {
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
     pub max_line: usize,
-    /// Start it at a lower CPU priority (nice [`sys::BACKGROUND_NICE`]): check's
-    /// version-negotiation side runs, which start beside the main session, so that where
-    /// the copies compete for the cores the main session's start wins.
+    /// Start it at a lower CPU priority (nice [`sys::BACKGROUND_NICE`], its session's
+    /// autogroup too): check's version-negotiation side runs, which start beside the main
+    /// session, so that where the copies compete for the cores the main session's start
+    /// wins. Check puts the autogroup back once the main handshake is done.
     pub background: bool,
 }
 
@@ -556,6 +557,10 @@ impl Wire for Server {
 
     fn output_closed(&self) -> bool {
         self.stdout_closed
+    }
+
+    fn pid(&self) -> Option<u32> {
+        Some(self.pid)
     }
 
     fn stats(&self) -> WireStats {
