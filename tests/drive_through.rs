@@ -459,6 +459,47 @@ fn a_page_url_a_bridge_forged_to_smuggle_a_request_is_never_opened() {
     assert!(!run.stdout.contains('\r'), "no raw CR reaches the report");
 }
 
+/// A well-formed loopback page URL that serve never sent (another port, the same shape) is
+/// not opened either: drive opens only a URL that serve's own log shows serve sent.
+#[test]
+fn a_well_formed_page_url_serve_never_sent_is_never_opened() {
+    let dir = TempDir::new("through-other-page");
+    let service = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    service.set_nonblocking(true).unwrap();
+    let port = service.local_addr().unwrap().port();
+    let forged = serde_json::to_string(&format!(
+        "http://127.0.0.1:{port}/elicitation/0123456789abcdef0123456789abcdef"
+    ))
+    .unwrap();
+    let cmd = proxy_cmd(&format!("--url {}", shell_word(&forged)));
+    let run = drive(
+        &dir,
+        &["--domain", "elicitation-url", "--era", "both", "--through", &cmd],
+        &[],
+    );
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.stdout
+            .matches("- [ok] the URL is a page on a loopback address")
+            .count(),
+        2,
+        "the forged URL is well formed: {}",
+        run.stdout
+    );
+    assert_eq!(
+        run.stdout
+            .matches("- [FAIL] the URL is the one serve sent (its log shows it)")
+            .count(),
+        2,
+        "both eras refuse a URL serve did not send: {}",
+        run.stdout
+    );
+    assert!(
+        matches!(service.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "drive connected to a URL serve never sent"
+    );
+}
+
 /// `text` single-quoted for the `--through` command line.
 fn shell_word(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))

@@ -676,7 +676,7 @@ pub fn drive_flow(f: Flow, era: Era, through: Option<&Cmd>) -> DomainRun {
     } else if f == Flow::Progress {
         drive_progress(&mut rpc, era, info, &mut step);
     } else if f == Flow::ElicitationUrl {
-        super::drive_modes::url(&mut rpc, era, info, &mut step);
+        super::drive_modes::url(&mut rpc, era, info, &log, &mut step);
     } else if f == Flow::UndeclaredMode {
         super::drive_modes::undeclared(&mut rpc, era, info, &mut step);
     } else {

@@ -5,6 +5,7 @@
 //! unanswered), and new roots (legacy: `notifications/roots/list_changed`, then serve's
 //! re-ask answered with them; modern: the next ask answered with them).
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -99,10 +100,19 @@ fn text_of(r: &Result<Reply, crate::rpc::NoReply>) -> String {
 }
 
 /// Opens a URL serve sent, after checking it is serve's loopback page (never anything else).
-fn open(url: &str, step: &mut impl FnMut(&str, bool, String) -> bool) -> bool {
+fn open(url: &str, serve_log: &Path, step: &mut impl FnMut(&str, bool, String) -> bool) -> bool {
     if !step(
         "the URL is a page on a loopback address",
         url_page::is_loopback_page(url),
+        crate::text::truncate(url, 120),
+    ) {
+        return false;
+    }
+    // A bridge between drive and serve (`--through`) could put another well-formed loopback
+    // URL in serve's place: drive opens only one that serve's own log shows serve sent.
+    if !step(
+        "the URL is the one serve sent (its log shows it)",
+        issued_by_serve(serve_log, url),
         crate::text::truncate(url, 120),
     ) {
         return false;
@@ -113,6 +123,27 @@ fn open(url: &str, step: &mut impl FnMut(&str, bool, String) -> bool) -> bool {
         opened == Ok(200),
         format!("{opened:?}"),
     )
+}
+
+/// How much of serve's log drive reads to find the URL serve sent.
+const LOG_READ_LIMIT: u64 = 64 << 20;
+
+/// Whether serve's log (serve is drive's own child, whatever stands between them) holds
+/// `url` as a JSON string: the URL serve put in its elicitation.
+fn issued_by_serve(serve_log: &Path, url: &str) -> bool {
+    use std::io::Read;
+    let Ok(file) = std::fs::File::open(serve_log) else {
+        return false;
+    };
+    let mut text = Vec::new();
+    if file.take(LOG_READ_LIMIT).read_to_end(&mut text).is_err() {
+        return false;
+    }
+    let Ok(needle) = serde_json::to_string(url) else {
+        return false;
+    };
+    let needle = needle.as_bytes();
+    !needle.is_empty() && text.windows(needle.len()).any(|w| w == needle)
 }
 
 /// Calls `witness_status`; the session must go on.
@@ -130,7 +161,13 @@ fn status(rpc: &mut Rpc, meta: Option<&Value>, step: &mut impl FnMut(&str, bool,
 }
 
 /// URL mode elicitation, declaring both modes.
-pub fn url(rpc: &mut Rpc, era: Era, info: Value, step: &mut impl FnMut(&str, bool, String) -> bool) {
+pub fn url(
+    rpc: &mut Rpc,
+    era: Era,
+    info: Value,
+    serve_log: &Path,
+    step: &mut impl FnMut(&str, bool, String) -> bool,
+) {
     let f = Flow::ElicitationUrl;
     let caps = f.control_capability();
     let call = json!({"name": f.ask_tool(), "arguments": {}});
@@ -155,7 +192,7 @@ pub fn url(rpc: &mut Rpc, era: Era, info: Value, step: &mut impl FnMut(&str, boo
                 .pop()
                 .unwrap_or_default();
             rpc.traffic.notifications.clear();
-            if !open(&url, step) {
+            if !open(&url, serve_log, step) {
                 return;
             }
             let got = wait_for_notification(rpc, url_page::COMPLETE, NOTIFY_WAIT);
@@ -193,7 +230,7 @@ pub fn url(rpc: &mut Rpc, era: Era, info: Value, step: &mut impl FnMut(&str, boo
                 return;
             };
             step("the call answers input_required asking a URL", true, describe(&r));
-            if !open(&url, step) {
+            if !open(&url, serve_log, step) {
                 return;
             }
             let mut retry = call;
