@@ -426,23 +426,31 @@ fn a_bridge_that_writes_a_line_longer_than_drive_reads_is_named_for_it() {
     );
 }
 
-#[test]
-fn a_page_url_a_bridge_forged_to_smuggle_a_request_is_never_opened() {
-    let dir = TempDir::new("through-forged-url");
-    // A local service the forged URL points at, with a second request after a line break.
+/// Drives URL elicitation in both eras through a proxy that replaces serve's page URL with
+/// `forged(port)`, `port` that of a local service; returns the run and whether drive
+/// connected to that service.
+fn drive_with_a_forged_page_url(name: &str, forged: impl Fn(u16) -> String) -> (Run, bool) {
+    let dir = TempDir::new(name);
     let service = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     service.set_nonblocking(true).unwrap();
     let port = service.local_addr().unwrap().port();
-    let forged = serde_json::to_string(&format!(
-        "http://127.0.0.1:{port}/elicitation/ab HTTP/1.1\r\nHost: x\r\n\r\nPOST /admin HTTP/1.1"
-    ))
-    .unwrap();
+    let forged = serde_json::to_string(&forged(port)).unwrap();
     let cmd = proxy_cmd(&format!("--url {}", shell_word(&forged)));
     let run = drive(
         &dir,
         &["--domain", "elicitation-url", "--era", "both", "--through", &cmd],
         &[],
     );
+    let connected = !matches!(service.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+    (run, connected)
+}
+
+#[test]
+fn a_page_url_a_bridge_forged_to_smuggle_a_request_is_never_opened() {
+    // The forged URL points at a local service, with a second request after a line break.
+    let (run, connected) = drive_with_a_forged_page_url("through-forged-url", |port| {
+        format!("http://127.0.0.1:{port}/elicitation/ab HTTP/1.1\r\nHost: x\r\n\r\nPOST /admin HTTP/1.1")
+    });
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
     assert_eq!(
         run.stdout
@@ -452,10 +460,7 @@ fn a_page_url_a_bridge_forged_to_smuggle_a_request_is_never_opened() {
         "both eras refuse the forged URL: {}",
         run.stdout
     );
-    assert!(
-        matches!(service.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
-        "drive connected to the URL a bridge forged"
-    );
+    assert!(!connected, "drive connected to the URL a bridge forged");
     assert!(!run.stdout.contains('\r'), "no raw CR reaches the report");
 }
 
@@ -463,41 +468,23 @@ fn a_page_url_a_bridge_forged_to_smuggle_a_request_is_never_opened() {
 /// not opened either: drive opens only a URL that serve's own log shows serve sent.
 #[test]
 fn a_well_formed_page_url_serve_never_sent_is_never_opened() {
-    let dir = TempDir::new("through-other-page");
-    let service = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    service.set_nonblocking(true).unwrap();
-    let port = service.local_addr().unwrap().port();
-    let forged = serde_json::to_string(&format!(
-        "http://127.0.0.1:{port}/elicitation/0123456789abcdef0123456789abcdef"
-    ))
-    .unwrap();
-    let cmd = proxy_cmd(&format!("--url {}", shell_word(&forged)));
-    let run = drive(
-        &dir,
-        &["--domain", "elicitation-url", "--era", "both", "--through", &cmd],
-        &[],
-    );
+    let (run, connected) = drive_with_a_forged_page_url("through-other-page", |port| {
+        format!("http://127.0.0.1:{port}/elicitation/0123456789abcdef0123456789abcdef")
+    });
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
-    assert_eq!(
-        run.stdout
-            .matches("- [ok] the URL is a page on a loopback address")
-            .count(),
-        2,
-        "the forged URL is well formed: {}",
-        run.stdout
-    );
-    assert_eq!(
-        run.stdout
-            .matches("- [FAIL] the URL is the one serve sent (its log shows it)")
-            .count(),
-        2,
-        "both eras refuse a URL serve did not send: {}",
-        run.stdout
-    );
-    assert!(
-        matches!(service.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
-        "drive connected to a URL serve never sent"
-    );
+    for (line, why) in [
+        (
+            "- [ok] the URL is a page on a loopback address",
+            "the forged URL is well formed",
+        ),
+        (
+            "- [FAIL] the URL is the one serve sent (its log shows it)",
+            "both eras refuse a URL serve did not send",
+        ),
+    ] {
+        assert_eq!(run.stdout.matches(line).count(), 2, "{why}: {}", run.stdout);
+    }
+    assert!(!connected, "drive connected to a URL serve never sent");
 }
 
 /// `text` single-quoted for the `--through` command line.
