@@ -20,10 +20,6 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-fn cycle_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk-client/cycle.mjs")
-}
-
 fn sdk_node_modules() -> PathBuf {
     let modules = reference_dir().join("node/node_modules");
     let sdk = modules.join("@modelcontextprotocol/sdk/package.json");
@@ -37,25 +33,35 @@ fn sdk_node_modules() -> PathBuf {
     modules
 }
 
-/// Runs cycle.mjs in `mode` against a real serve writing `log`; returns its JSON summary.
-fn run_cycle(mode: &str, log: &Path) -> Value {
+/// Runs a TypeScript SDK client script of tests/sdk-client against a real serve writing
+/// `log`, with the pinned SDK and `env`; returns the JSON summary it prints.
+fn run_sdk_script(script: &str, log: &Path, env: &[(&str, &str)]) -> Value {
     let out = Command::new("node")
-        .arg(cycle_script())
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/sdk-client")
+                .join(script),
+        )
         .arg(WITNESS)
         .arg(log)
         .env("MCP_WITNESS_SDK_DIR", sdk_node_modules())
-        .env("MCP_WITNESS_SDK_MODE", mode)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .output()
         .expect("node runs (is it on PATH?)");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "cycle.mjs failed ({:?})\nstdout: {stdout}\nstderr: {}",
+        "{script} failed ({:?})\nstdout: {stdout}\nstderr: {}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("summary is JSON ({e}): {stdout}"))
+}
+
+/// Runs cycle.mjs in `mode` against a real serve writing `log`; returns its JSON summary.
+fn run_cycle(mode: &str, log: &Path) -> Value {
+    run_sdk_script("cycle.mjs", log, &[("MCP_WITNESS_SDK_MODE", mode)])
 }
 
 fn verdict_line<'a>(markdown: &'a str, domain: &str) -> &'a str {
@@ -247,22 +253,7 @@ fn all(verdict: &str) -> Vec<(String, String)> {
 fn typescript_sdk_client_handles_every_domain_in_the_legacy_era_and_knows_no_modern_era() {
     let dir = TempDir::new("sdk-flows");
     let log = dir.join("serve.jsonl");
-    let out = Command::new("node")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk-client/flows.mjs"))
-        .arg(WITNESS)
-        .arg(&log)
-        .env("MCP_WITNESS_SDK_DIR", sdk_node_modules())
-        .stdin(Stdio::null())
-        .output()
-        .expect("node runs (is it on PATH?)");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "flows.mjs failed ({:?})\nstdout: {stdout}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let summary = run_sdk_script("flows.mjs", &log, &[]);
     assert_eq!(summary["sdk_version"], "1.32.2");
     let versions = summary["supported_protocol_versions"].as_array().unwrap();
     assert_eq!(versions[0], "2025-11-25", "its newest version");
@@ -570,21 +561,7 @@ fn the_committed_client_evidence_verifies_matches_its_logs_and_the_readme_table(
 fn typescript_sdk_refuses_an_elicitation_mode_it_never_declared() {
     let dir = TempDir::new("sdk-undeclared");
     let log = dir.join("serve.jsonl");
-    let out = Command::new("node")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk-client/undeclared-mode.mjs"))
-        .arg(WITNESS)
-        .arg(&log)
-        .env("MCP_WITNESS_SDK_DIR", sdk_node_modules())
-        .stdin(Stdio::null())
-        .output()
-        .expect("node runs (is it on PATH?)");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let summary = run_sdk_script("undeclared-mode.mjs", &log, &[]);
     assert_eq!(summary["handler_saw"], serde_json::json!([]), "{summary}");
     assert!(summary["after"]["structuredContent"].is_object(), "{summary}");
     let run = witness(
