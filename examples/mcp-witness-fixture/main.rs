@@ -444,7 +444,10 @@ fn record_start(what: &str) -> io::Result<()> {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-    writeln!(f, "{what} {} {nanos} {}", std::process::id(), own_nice())
+    // One write of the whole line: the main process and the side runs append to the same
+    // file at the same moment, and `writeln!` writes its pieces one call at a time.
+    let line = format!("{what} {} {nanos} {}\n", std::process::id(), own_nice());
+    f.write_all(line.as_bytes())
 }
 
 /// This process's nice value: field 19 of /proc/self/stat, counted after the `)` that ends
