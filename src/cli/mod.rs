@@ -89,9 +89,12 @@ pub fn main() -> ExitCode {
     let args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let parsed = help::apply(Cli::command())
-        .try_get_matches_from(&args)
-        .and_then(|m| Cli::from_arg_matches(&m));
+    let parsed = match parse_one(&args) {
+        Some(cli) => Ok(cli),
+        None => help::apply(Cli::command())
+            .try_get_matches_from(&args)
+            .and_then(|m| Cli::from_arg_matches(&m)),
+    };
     let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
@@ -131,6 +134,38 @@ pub fn main() -> ExitCode {
         }
     };
     ExitCode::from(code)
+}
+
+/// `probe` and `check` start a server, and their own start-up is part of what a probe costs:
+/// building every command's arguments to parse one of them takes about 0.15 ms. When the first
+/// argument names one of them, only that command is built and parsed. Whatever that parse
+/// does not accept (help, a version request, a usage error) gives `None`, and the whole
+/// command line is parsed again, so messages and help are always the whole CLI's.
+fn parse_one(args: &[String]) -> Option<Cli> {
+    use clap::{Arg, Args, FromArgMatches};
+    let name = args.get(1)?.as_str();
+    let sub = match name {
+        "probe" => probe::ProbeArgs::augment_args(clap::Command::new("probe")),
+        "check" => check::CheckArgs::augment_args(clap::Command::new("check")),
+        _ => return None,
+    };
+    let top = clap::Command::new("mcp-witness")
+        .arg(
+            Arg::new("color")
+                .long("color")
+                .global(true)
+                .value_parser(clap::value_parser!(colour::ColorChoice))
+                .default_value("auto"),
+        )
+        .subcommand(sub);
+    let matches = top.try_get_matches_from(args).ok()?;
+    let color = *matches.get_one::<colour::ColorChoice>("color")?;
+    let (_, sub) = matches.subcommand()?;
+    let command = match name {
+        "probe" => Command::Probe(Box::new(probe::ProbeArgs::from_arg_matches(sub).ok()?)),
+        _ => Command::Check(Box::new(check::CheckArgs::from_arg_matches(sub).ok()?)),
+    };
+    Some(Cli { command, color })
 }
 
 /// Whether reports on stdout are coloured (`--color` and the environment, decided once).
@@ -176,4 +211,66 @@ pub(crate) fn error(message: impl std::fmt::Display) -> u8 {
     // The same form as clap's own usage errors: `error: …` on stderr, exit code 2.
     eprintln!("error: {}", crate::inert::inert(&message.to_string()));
     EXIT_USAGE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, FromArgMatches};
+
+    fn whole(args: &[String]) -> Result<Cli, clap::Error> {
+        help::apply(Cli::command())
+            .try_get_matches_from(args)
+            .and_then(|m| Cli::from_arg_matches(&m))
+    }
+
+    fn words(line: &str) -> Vec<String> {
+        line.split(' ').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn the_one_command_parse_gives_what_the_whole_command_line_gives() {
+        let accepted = [
+            "mcp-witness probe -- node server.js --port 3",
+            "mcp-witness probe --no-record --json -- ./srv",
+            "mcp-witness probe --color never --key k.key -e out.jsonl -- srv a b",
+            "mcp-witness probe --call echo --call-args {\"text\":\"x\"} --timeout 3 -- srv",
+            "mcp-witness probe --if-changed --url http://127.0.0.1:1/mcp",
+            "mcp-witness probe --config c.json --server one",
+            "mcp-witness check --no-record -- srv",
+            "mcp-witness check --skip security --junit r.xml --json -- srv --flag",
+            "mcp-witness check --color always -- srv",
+        ];
+        for line in accepted {
+            let args = words(line);
+            let one = parse_one(&args);
+            let all = whole(&args);
+            assert!(all.is_ok(), "{line}: {:?}", all.err());
+            assert_eq!(format!("{one:?}"), format!("{:?}", all.ok()), "{line}");
+        }
+    }
+
+    #[test]
+    fn whatever_the_one_command_parse_refuses_goes_to_the_whole_command_line() {
+        let refused = [
+            "mcp-witness probe --help",
+            "mcp-witness probe -h",
+            "mcp-witness check --version",
+            "mcp-witness probe",
+            "mcp-witness probe node server.js",
+            "mcp-witness probe --no-such-flag -- srv",
+            "mcp-witness check --if-changed --no-record -- srv",
+            "mcp-witness --color never probe -- srv",
+            "mcp-witness verify e.jsonl",
+        ];
+        for line in refused {
+            let args = words(line);
+            assert!(
+                parse_one(&args).is_none(),
+                "{line} must be left to the whole parse"
+            );
+        }
+        // The whole parse still takes what only it knows.
+        assert!(whole(&words("mcp-witness --color never probe -- srv")).is_ok());
+    }
 }
