@@ -9,7 +9,7 @@ use ed25519_dalek::SigningKey;
 use serde_json::{Map, Value};
 
 use crate::config;
-use crate::evidence::append::{Outcome, append};
+use crate::evidence::append::{Outcome, Preread, append_after};
 use crate::evidence::keys;
 use crate::probe::EraChoice;
 use crate::target::{HeaderValue, ServerOptions};
@@ -390,6 +390,9 @@ fn parse_env(text: &str) -> Result<(String, String), String> {
 pub struct Recorder {
     signer: Option<SigningKey>,
     path: PathBuf,
+    /// The evidence file's tail, read and checked on a thread while the run goes on; the
+    /// first append uses it if the file has not changed meanwhile.
+    preread: std::sync::Mutex<Option<std::thread::JoinHandle<Option<Preread>>>>,
 }
 
 /// What recording did, for the caller to print.
@@ -418,7 +421,20 @@ impl Recorder {
             })?;
             Some(signing_key(args.key.clone()).map_err(|e| e.to_string())?)
         };
-        Ok(Recorder { signer, path })
+        // Stamped before the run starts: every block of the run is stamped later.
+        let since = time::OffsetDateTime::now_utc();
+        let preread = signer.as_ref().and_then(|_| {
+            let path = path.clone();
+            std::thread::Builder::new()
+                .name("evidence tail".into())
+                .spawn(move || Preread::read(&path, since))
+                .ok()
+        });
+        Ok(Recorder {
+            signer,
+            path,
+            preread: std::sync::Mutex::new(preread),
+        })
     }
 
     /// Appends the block; `Err` is the message for "evidence not written".
@@ -427,7 +443,13 @@ impl Recorder {
             return Ok(Recorded::Off);
         };
         let file = self.path.display();
-        match append(&self.path, body, signer, if_changed) {
+        let preread = self
+            .preread
+            .lock()
+            .ok()
+            .and_then(|mut p| p.take())
+            .and_then(|handle| handle.join().ok().flatten());
+        match append_after(&self.path, body, signer, if_changed, preread) {
             Ok(Outcome::Appended(s)) => Ok(Recorded::Appended {
                 seq: s.seq,
                 hash: s.hash,

@@ -180,6 +180,18 @@ pub fn append(
     key: &SigningKey,
     if_changed: bool,
 ) -> Result<Outcome, AppendError> {
+    append_after(path, body, key, if_changed, None)
+}
+
+/// [`append`], reusing what a [`Preread`] of the same file learned while the run went on, when
+/// the file has not changed since (checked under the lock; otherwise the tail is read again).
+pub fn append_after(
+    path: &Path,
+    body: Map<String, Value>,
+    key: &SigningKey,
+    if_changed: bool,
+    pre: Option<Preread>,
+) -> Result<Outcome, AppendError> {
     let io_err = |e| AppendError::Io(path.to_path_buf(), e);
     let target_id = body
         .get("target")
@@ -207,42 +219,30 @@ pub fn append(
     let file = crate::files::open_append(path, "evidence file").map_err(AppendError::File)?;
     lock(&file, path)?;
 
-    let shape = tail::shape(&file).map_err(io_err)?;
-    if shape.torn() {
-        return Err(AppendError::Torn {
-            path: path.into(),
-            offset: shape.complete,
-            bytes: shape.len - shape.complete,
-        });
-    }
-    let mut lines = RevLines::new(&file, shape.complete);
-    let last_line = lines.next().transpose().map_err(io_err)?;
-    let last = match &last_line {
-        None => None,
-        Some((offset, line)) => Some(block::check_line(line).map_err(|error| AppendError::BadTail {
-            path: path.into(),
-            offset: *offset,
-            error,
-        })?),
+    let tail = match pre.filter(|p| p.still_holds(&file)) {
+        Some(p) => p.tail,
+        None => {
+            let since = crate::clock::parse(&observed_at);
+            Tail::read(&file, path, since)?
+        }
     };
 
     let mut body = body;
     let mut observed_at = observed_at;
-    if let Some((offset, line)) = last_line {
-        let recent =
-            recent_moments(std::iter::once(Ok((offset, line))).chain(lines), &observed_at).map_err(io_err)?;
+    if !tail.candidates.is_empty() {
         let ours = body_digest_of_map(&body);
         // (target, observed_at) is unique in a file. The same block again is a no-op; another
         // run of the same target stamped in the same millisecond is moved 1 ms later.
         for _ in 0..1000 {
-            match recent
+            match tail
+                .candidates
                 .iter()
-                .find(|m| m.target_id == target_id && m.observed_at == observed_at)
+                .find(|c| c.moment.target_id == target_id && c.moment.observed_at == observed_at)
             {
-                Some(m) if m.body_digest == ours => {
+                Some(c) if c.body_digest == ours => {
                     return Ok(Outcome::Duplicate {
-                        seq: m.seq,
-                        hash: m.hash.clone(),
+                        seq: c.moment.seq,
+                        hash: c.moment.hash.clone(),
                     });
                 }
                 Some(_) => {
@@ -253,22 +253,23 @@ pub fn append(
                 None => break,
             }
         }
-        if if_changed
-            && let Some(latest) = latest_of_target(&file, shape.complete, &target_id).map_err(io_err)?
-            && latest.observation_sha256 == observation
-        {
-            return Ok(Outcome::Unchanged {
-                seq: latest.seq,
-                hash: latest.hash,
-            });
-        }
+    }
+    if if_changed
+        && tail.last.is_some()
+        && let Some(latest) = latest_of_target(&file, tail.shape.complete, &target_id).map_err(io_err)?
+        && latest.observation_sha256 == observation
+    {
+        return Ok(Outcome::Unchanged {
+            seq: latest.seq,
+            hash: latest.hash,
+        });
     }
 
-    let link = match &last {
+    let link = match &tail.last {
         Some(last) => Link {
-            seq: last.seq + 1,
-            prev: last.hash.clone(),
-            file_id: last.file_id.clone(),
+            seq: last.checked.seq + 1,
+            prev: last.checked.hash.clone(),
+            file_id: last.checked.file_id.clone(),
         },
         None => Link {
             seq: 1,
@@ -282,14 +283,144 @@ pub fn append(
     if let Err(error) = block::check_line_content(&sealed.line[..sealed.line.len() - 1]) {
         return Err(AppendError::Unverifiable(error));
     }
-    write_or_restore(&file, path, shape.len, &sealed.line)?;
-    if last.is_none()
+    write_or_restore(&file, path, tail.shape.len, &sealed.line)?;
+    if tail.last.is_none()
         && let Some(dir) = dir
     {
         // A new file: make its directory entry durable too.
         File::open(dir).and_then(|d| d.sync_all()).map_err(io_err)?;
     }
     Ok(Outcome::Appended(sealed))
+}
+
+/// What an append must know of a file before it writes: where its complete lines end, its
+/// last block (checked in full, signature too: nothing is chained onto a block verify would
+/// refuse), and the recent blocks a new block could collide with.
+struct Tail {
+    shape: tail::Shape,
+    last: Option<LastBlock>,
+    /// Recent blocks stamped at or after the time the tail was read for: only these can
+    /// have the target and `observed_at` of the block being appended (which only moves later).
+    candidates: Vec<Candidate>,
+}
+
+struct LastBlock {
+    offset: u64,
+    line: Vec<u8>,
+    checked: block::Checked,
+}
+
+struct Candidate {
+    moment: block::Moment,
+    /// SHA-256 of the block without its chain fields: equal for the same block appended twice.
+    body_digest: [u8; 32],
+}
+
+impl Tail {
+    /// Reads the tail; `since` is the earliest `observed_at` a colliding block could carry
+    /// (`None`: any).
+    fn read(file: &File, path: &Path, since: Option<time::OffsetDateTime>) -> Result<Tail, AppendError> {
+        let io_err = |e| AppendError::Io(path.to_path_buf(), e);
+        let shape = tail::shape(file).map_err(io_err)?;
+        if shape.torn() {
+            return Err(AppendError::Torn {
+                path: path.into(),
+                offset: shape.complete,
+                bytes: shape.len - shape.complete,
+            });
+        }
+        let mut lines = RevLines::new(file, shape.complete);
+        let Some((offset, line)) = lines.next().transpose().map_err(io_err)? else {
+            return Ok(Tail {
+                shape,
+                last: None,
+                candidates: Vec::new(),
+            });
+        };
+        let checked = block::check_line(&line).map_err(|error| AppendError::BadTail {
+            path: path.into(),
+            offset,
+            error,
+        })?;
+        let candidates = match since {
+            Some(since) => recent_candidates(std::iter::once(Ok((offset, line.clone()))).chain(lines), since)
+                .map_err(io_err)?,
+            None => Vec::new(),
+        };
+        Ok(Tail {
+            shape,
+            last: Some(LastBlock {
+                offset,
+                line,
+                checked,
+            }),
+            candidates,
+        })
+    }
+}
+
+/// The tail of an evidence file read ahead of its append, while the run goes on: checking the
+/// last block (a signature) and reading back the recent ones then costs the run nothing.
+pub struct Preread {
+    tail: Tail,
+    identity: Identity,
+}
+
+/// What must be unchanged for a [`Preread`] to hold: the same file, length and times.
+#[derive(PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Identity {
+    fn of(file: &File) -> Option<Identity> {
+        use std::os::unix::fs::MetadataExt;
+        let m = file.metadata().ok()?;
+        m.is_file().then(|| Identity {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        })
+    }
+}
+
+impl Preread {
+    /// Reads the tail of the evidence file at `path` for a block stamped at `since` or later
+    /// (take `since` before the run starts, not on the thread that reads). `None` when there
+    /// is nothing to gain or anything is amiss (no file yet, a torn or bad tail): the append
+    /// then reads the file itself, under its lock, and says what is wrong.
+    pub fn read(path: &Path, since: time::OffsetDateTime) -> Option<Preread> {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Non-blocking: a FIFO put in the file's place must not hang the run.
+        let file = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(crate::sys::O_NONBLOCK)
+            .open(path)
+            .ok()?;
+        let identity = Identity::of(&file)?;
+        let tail = Tail::read(&file, path, Some(since)).ok()?;
+        (Identity::of(&file)? == identity).then_some(Preread { tail, identity })
+    }
+
+    /// Whether `file` (open and locked for the append) is still the file read, unchanged:
+    /// the same identity, and its last line the same bytes.
+    fn still_holds(&self, file: &File) -> bool {
+        use std::os::unix::fs::FileExt;
+        if Identity::of(file).as_ref() != Some(&self.identity) {
+            return false;
+        }
+        let Some(last) = &self.tail.last else {
+            return self.identity.len == 0;
+        };
+        let mut now = vec![0u8; last.line.len()];
+        file.read_exact_at(&mut now, last.offset).is_ok() && now == last.line
+    }
 }
 
 /// Appends `line` and syncs it; on failure cuts the file back to `len` (we hold the lock, so
@@ -327,24 +458,29 @@ fn lock(file: &File, path: &Path) -> Result<(), AppendError> {
 /// How long after its probe ended a block can have been appended (the lock wait, and a margin).
 const APPEND_SLACK: time::Duration = time::Duration::seconds(LOCK_WAIT.as_secs() as i64 + 5);
 
-/// The blocks that may have been appended after `observed_at`: reading back from the end
-/// until a block that ended (observed_at plus its run time plus the append slack) before it.
-/// File order is append order, so every block before that one was appended earlier too.
-fn recent_moments(
+/// The blocks that may have been appended after a run stamped `since` began: reading back
+/// from the end until a block that ended (observed_at plus its run time plus the append slack)
+/// before it. File order is append order, so every block before that one was appended earlier
+/// too. Of those, the ones stamped at or after `since` are kept, with their body digests.
+fn recent_candidates(
     lines: impl Iterator<Item = io::Result<(u64, Vec<u8>)>>,
-    observed_at: &str,
-) -> io::Result<Vec<block::Moment>> {
-    let Some(ours) = crate::clock::parse(observed_at) else {
-        return Ok(Vec::new());
-    };
+    since: time::OffsetDateTime,
+) -> io::Result<Vec<Candidate>> {
     let mut out = Vec::new();
     for line in lines.take(DEDUP_WINDOW) {
         let (_, line) = line?;
         let Some(m) = block::moment(&line) else { break };
-        let ended =
-            crate::clock::parse(&m.observed_at).map(|t| t + time::Duration::milliseconds(m.total_ms as i64));
-        out.push(m);
-        if ended.is_some_and(|t| t + APPEND_SLACK < ours) {
+        let stamped = crate::clock::parse(&m.observed_at);
+        let ended = stamped.map(|t| t + time::Duration::milliseconds(m.total_ms as i64));
+        if stamped.is_some_and(|t| t >= since)
+            && let Some(body_digest) = block::body_digest(&line)
+        {
+            out.push(Candidate {
+                moment: m,
+                body_digest,
+            });
+        }
+        if ended.is_some_and(|t| t + APPEND_SLACK < since) {
             break;
         }
     }

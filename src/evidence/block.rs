@@ -365,8 +365,6 @@ pub struct Moment {
     pub observed_at: String,
     /// How long the run it records took, as its kind says (0 when unknown).
     pub total_ms: u64,
-    /// SHA-256 of the block without its chain fields: equal for the same block appended twice.
-    pub body_digest: [u8; 32],
     pub observation_sha256: Option<String>,
 }
 
@@ -396,7 +394,6 @@ pub fn moment(line: &[u8]) -> Option<Moment> {
         target_id: target.get("id")?.as_str()?.to_string(),
         observed_at: text(get("observed_at"), "observed_at").ok()?.into_owned(),
         total_ms,
-        body_digest: digest_without(&scanned, line, CHAIN_FIELDS),
         observation_sha256: text(get("observation_sha256"), "observation_sha256")
             .ok()
             .map(Cow::into_owned),
