@@ -245,6 +245,26 @@ pub fn become_subreaper() -> io::Result<()> {
     }
 }
 
+/// Waits for the child `pid` of ours to exit and reaps it: its raw wait status.
+pub fn wait_for(pid: u32) -> io::Result<i32> {
+    let pid = i32::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    if pid <= 1 {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    loop {
+        let mut status = 0i32;
+        // SAFETY: waitpid writes one int through a pointer to a live local; a positive pid
+        // addresses exactly that child.
+        if unsafe { waitpid(pid, &mut status, 0) } == pid {
+            return Ok(status);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 /// Reaps `pid` if it is an exited child of ours; never waits. True if it was reaped.
 /// Callers must know `pid` is a zombie child no one else waits for (not a `std` `Child`).
 pub fn reap_zombie(pid: u32) -> bool {

@@ -7,6 +7,7 @@
 pub mod descendants;
 pub mod framing;
 pub mod http;
+pub mod spawn;
 pub mod stdio;
 
 use std::sync::{Arc, Mutex};

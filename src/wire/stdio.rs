@@ -4,9 +4,9 @@
 //! descendant that left it (those are found by `crate::wire::descendants`).
 
 use std::io::{Read, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
@@ -202,37 +202,11 @@ impl Server {
     /// controlling terminal: it cannot open `/dev/tty`), with all three pipes, and starts
     /// watching its descendants.
     pub fn spawn(spec: &SpawnSpec) -> std::io::Result<Server> {
-        let mut cmd = Command::new(&spec.program);
-        cmd.arg0(&spec.argv0)
-            .args(&spec.args)
-            .envs(spec.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        // SAFETY: the hook runs in the forked child before exec; it only calls setsid and
-        // setpriority (both async-signal-safe) and reads errno. setsid also makes the new
-        // process group, so `process_group(0)` must not be set as well.
-        let background = spec.background;
-        unsafe {
-            cmd.pre_exec(move || {
-                sys::new_session()?;
-                if background {
-                    // A server that cannot be lowered still runs, at the usual priority.
-                    let _ = sys::lower_priority();
-                }
-                Ok(())
-            });
-        }
-        if let Some(cwd) = &spec.cwd {
-            cmd.current_dir(cwd);
-        }
         let started = Instant::now();
-        let mut child = descendants::spawn_registered(|| cmd.spawn(), Child::id)?;
-        let pid = child.id();
+        let child = descendants::spawn_registered(|| super::spawn::start(spec), |c| c.pid)?;
+        let pid = child.pid;
         let tracker = Tracker::start(pid);
-        let stdin = child.stdin.take().expect("piped");
-        let stdout = child.stdout.take().expect("piped");
-        let stderr_pipe = child.stderr.take().expect("piped");
+        let (stdin, stdout, stderr_pipe) = (child.stdin, child.stdout, child.stderr);
 
         let (tx, events) = mpsc::sync_channel(EVENT_DEPTH);
         let stdout_bytes = Arc::new(AtomicU64::new(0));
@@ -249,7 +223,7 @@ impl Server {
             &credit,
         );
         spawn_stderr_reader(stderr_pipe, Arc::clone(&stderr));
-        spawn_waiter(child, pid, tx);
+        spawn_waiter(pid, tx);
         let stdin_queued = Arc::new(AtomicUsize::new(0));
         let stdin = spawn_writer(stdin, &stdin_queued);
 
@@ -646,9 +620,9 @@ fn spawn_stderr_reader(mut stderr: impl Read + Send + 'static, log: Arc<Mutex<St
     });
 }
 
-fn spawn_waiter(mut child: Child, pid: u32, tx: SyncSender<Event>) {
+fn spawn_waiter(pid: u32, tx: SyncSender<Event>) {
     std::thread::spawn(move || {
-        let status = child.wait();
+        let status = super::spawn::wait(pid);
         // Reaped: its pid may be reused from now on.
         descendants::unregister_server(pid);
         if let Ok(status) = status {
@@ -664,7 +638,7 @@ fn unqueue(queued: &AtomicUsize, len: usize) {
     });
 }
 
-fn spawn_writer(mut stdin: ChildStdin, queued: &Arc<AtomicUsize>) -> SyncSender<Vec<u8>> {
+fn spawn_writer(mut stdin: std::fs::File, queued: &Arc<AtomicUsize>) -> SyncSender<Vec<u8>> {
     let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(EVENT_DEPTH);
     let queued = Arc::clone(queued);
     std::thread::spawn(move || {
