@@ -9,7 +9,7 @@ use ed25519_dalek::SigningKey;
 use serde_json::{Map, Value};
 
 use crate::config;
-use crate::evidence::append::{Outcome, Preread, append_after};
+use crate::evidence::append::{Mark, Outcome, append_after};
 use crate::evidence::keys;
 use crate::probe::EraChoice;
 use crate::target::{HeaderValue, ServerOptions};
@@ -390,9 +390,8 @@ fn parse_env(text: &str) -> Result<(String, String), String> {
 pub struct Recorder {
     signer: Option<SigningKey>,
     path: PathBuf,
-    /// The evidence file's tail, read and checked on a thread while the run goes on; the
-    /// first append uses it if the file has not changed meanwhile.
-    preread: std::sync::Mutex<Option<std::thread::JoinHandle<Option<Preread>>>>,
+    /// Where the evidence file ended before the run: its append reads back only past it.
+    mark: Option<Mark>,
 }
 
 /// What recording did, for the caller to print.
@@ -421,20 +420,8 @@ impl Recorder {
             })?;
             Some(signing_key(args.key.clone()).map_err(|e| e.to_string())?)
         };
-        // Stamped before the run starts: every block of the run is stamped later.
-        let since = time::OffsetDateTime::now_utc();
-        let preread = signer.as_ref().and_then(|_| {
-            let path = path.clone();
-            std::thread::Builder::new()
-                .name("evidence tail".into())
-                .spawn(move || Preread::read(&path, since))
-                .ok()
-        });
-        Ok(Recorder {
-            signer,
-            path,
-            preread: std::sync::Mutex::new(preread),
-        })
+        let mark = signer.as_ref().and_then(|_| Mark::take(&path));
+        Ok(Recorder { signer, path, mark })
     }
 
     /// Appends the block; `Err` is the message for "evidence not written".
@@ -443,13 +430,7 @@ impl Recorder {
             return Ok(Recorded::Off);
         };
         let file = self.path.display();
-        let preread = self
-            .preread
-            .lock()
-            .ok()
-            .and_then(|mut p| p.take())
-            .and_then(|handle| handle.join().ok().flatten());
-        match append_after(&self.path, body, signer, if_changed, preread) {
+        match append_after(&self.path, body, signer, if_changed, self.mark) {
             Ok(Outcome::Appended(s)) => Ok(Recorded::Appended {
                 seq: s.seq,
                 hash: s.hash,

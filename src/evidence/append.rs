@@ -183,14 +183,15 @@ pub fn append(
     append_after(path, body, key, if_changed, None)
 }
 
-/// [`append`], reusing what a [`Preread`] of the same file learned while the run went on, when
-/// the file has not changed since (checked under the lock; otherwise the tail is read again).
+/// [`append`] for a run that took a [`Mark`] of the file before it began: only blocks appended
+/// since can collide with its block, so only those are read back (when the mark still holds,
+/// checked under the lock; otherwise the recent blocks are found by their times).
 pub fn append_after(
     path: &Path,
     body: Map<String, Value>,
     key: &SigningKey,
     if_changed: bool,
-    pre: Option<Preread>,
+    mark: Option<Mark>,
 ) -> Result<Outcome, AppendError> {
     let io_err = |e| AppendError::Io(path.to_path_buf(), e);
     let target_id = body
@@ -219,13 +220,14 @@ pub fn append_after(
     let file = crate::files::open_append(path, "evidence file").map_err(AppendError::File)?;
     lock(&file, path)?;
 
-    let tail = match pre.filter(|p| p.still_holds(&file)) {
-        Some(p) => p.tail,
-        None => {
-            let since = crate::clock::parse(&observed_at);
-            Tail::read(&file, path, since)?
-        }
+    let window = match mark.filter(|m| m.holds(&file)) {
+        Some(m) => Window::After(m.len),
+        None => match crate::clock::parse(&observed_at) {
+            Some(since) => Window::Since(since),
+            None => Window::None,
+        },
     };
+    let tail = Tail::read(&file, path, window)?;
 
     let mut body = body;
     let mut observed_at = observed_at;
@@ -305,8 +307,6 @@ struct Tail {
 }
 
 struct LastBlock {
-    offset: u64,
-    line: Vec<u8>,
     checked: block::Checked,
 }
 
@@ -317,9 +317,8 @@ struct Candidate {
 }
 
 impl Tail {
-    /// Reads the tail; `since` is the earliest `observed_at` a colliding block could carry
-    /// (`None`: any).
-    fn read(file: &File, path: &Path, since: Option<time::OffsetDateTime>) -> Result<Tail, AppendError> {
+    /// Reads the tail, and the blocks of `window` as candidates.
+    fn read(file: &File, path: &Path, window: Window) -> Result<Tail, AppendError> {
         let io_err = |e| AppendError::Io(path.to_path_buf(), e);
         let shape = tail::shape(file).map_err(io_err)?;
         if shape.torn() {
@@ -342,84 +341,60 @@ impl Tail {
             offset,
             error,
         })?;
-        let candidates = match since {
-            Some(since) => recent_candidates(std::iter::once(Ok((offset, line.clone()))).chain(lines), since)
-                .map_err(io_err)?,
-            None => Vec::new(),
-        };
+        let lines = std::iter::once(Ok((offset, line))).chain(lines);
+        let candidates = recent_candidates(lines, window).map_err(io_err)?;
         Ok(Tail {
             shape,
-            last: Some(LastBlock {
-                offset,
-                line,
-                checked,
-            }),
+            last: Some(LastBlock { checked }),
             candidates,
         })
     }
 }
 
-/// The tail of an evidence file read ahead of its append, while the run goes on: checking the
-/// last block (a signature) and reading back the recent ones then costs the run nothing.
-pub struct Preread {
-    tail: Tail,
-    identity: Identity,
+/// Which blocks a new block could collide with (same target, same `observed_at`).
+#[derive(Debug, Clone, Copy)]
+enum Window {
+    /// Those after this offset: the file's end when the run began (see [`Mark`]).
+    After(u64),
+    /// Those that may have been appended after a run stamped at this time began.
+    Since(time::OffsetDateTime),
+    None,
 }
 
-/// What must be unchanged for a [`Preread`] to hold: the same file, length and times.
-#[derive(PartialEq, Eq)]
-struct Identity {
+/// Where an evidence file ended before a run began. A block appended before then cannot carry
+/// the run's time (the run had not begun), so its append reads back only what came after:
+/// nothing, unless another writer appended meanwhile. The same file (device and inode), no
+/// shorter, with a line ending at the mark, or the mark is not used.
+#[derive(Debug, Clone, Copy)]
+pub struct Mark {
     dev: u64,
     ino: u64,
     len: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
 }
 
-impl Identity {
-    fn of(file: &File) -> Option<Identity> {
+impl Mark {
+    /// Marks the end of the evidence file at `path`; `None` when there is no such file yet.
+    pub fn take(path: &Path) -> Option<Mark> {
         use std::os::unix::fs::MetadataExt;
-        let m = file.metadata().ok()?;
-        m.is_file().then(|| Identity {
+        let m = fs::metadata(path).ok()?;
+        m.is_file().then(|| Mark {
             dev: m.dev(),
             ino: m.ino(),
             len: m.len(),
-            mtime: (m.mtime(), m.mtime_nsec()),
-            ctime: (m.ctime(), m.ctime_nsec()),
         })
     }
-}
 
-impl Preread {
-    /// Reads the tail of the evidence file at `path` for a block stamped at `since` or later
-    /// (take `since` before the run starts, not on the thread that reads). `None` when there
-    /// is nothing to gain or anything is amiss (no file yet, a torn or bad tail): the append
-    /// then reads the file itself, under its lock, and says what is wrong.
-    pub fn read(path: &Path, since: time::OffsetDateTime) -> Option<Preread> {
-        use std::os::unix::fs::OpenOptionsExt;
-        // Non-blocking: a FIFO put in the file's place must not hang the run.
-        let file = fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(crate::sys::O_NONBLOCK)
-            .open(path)
-            .ok()?;
-        let identity = Identity::of(&file)?;
-        let tail = Tail::read(&file, path, Some(since)).ok()?;
-        (Identity::of(&file)? == identity).then_some(Preread { tail, identity })
-    }
-
-    /// Whether `file` (open and locked for the append) is still the file read, unchanged:
-    /// the same identity, and its last line the same bytes.
-    fn still_holds(&self, file: &File) -> bool {
-        use std::os::unix::fs::FileExt;
-        if Identity::of(file).as_ref() != Some(&self.identity) {
+    /// Whether the mark holds for `file` (open and locked for the append).
+    fn holds(&self, file: &File) -> bool {
+        use std::os::unix::fs::{FileExt, MetadataExt};
+        let Ok(m) = file.metadata() else {
+            return false;
+        };
+        if (m.dev(), m.ino()) != (self.dev, self.ino) || m.len() < self.len {
             return false;
         }
-        let Some(last) = &self.tail.last else {
-            return self.identity.len == 0;
-        };
-        let mut now = vec![0u8; last.line.len()];
-        file.read_exact_at(&mut now, last.offset).is_ok() && now == last.line
+        let mut last = [0u8; 1];
+        self.len == 0 || (file.read_exact_at(&mut last, self.len - 1).is_ok() && last[0] == b'\n')
     }
 }
 
@@ -458,21 +433,27 @@ fn lock(file: &File, path: &Path) -> Result<(), AppendError> {
 /// How long after its probe ended a block can have been appended (the lock wait, and a margin).
 const APPEND_SLACK: time::Duration = time::Duration::seconds(LOCK_WAIT.as_secs() as i64 + 5);
 
-/// The blocks that may have been appended after a run stamped `since` began: reading back
-/// from the end until a block that ended (observed_at plus its run time plus the append slack)
-/// before it. File order is append order, so every block before that one was appended earlier
-/// too. Of those, the ones stamped at or after `since` are kept, with their body digests.
+/// The blocks of `window`, read back from the end (file order is append order), with their
+/// body digests. `Window::Since(t)`: back to a block that ended (observed_at plus its run time
+/// plus the append slack) before `t`, since every block before it was appended earlier too;
+/// of those, the ones stamped at or after `t` are kept.
 fn recent_candidates(
     lines: impl Iterator<Item = io::Result<(u64, Vec<u8>)>>,
-    since: time::OffsetDateTime,
+    window: Window,
 ) -> io::Result<Vec<Candidate>> {
     let mut out = Vec::new();
     for line in lines.take(DEDUP_WINDOW) {
-        let (_, line) = line?;
+        let (offset, line) = line?;
+        let since = match window {
+            Window::None => break,
+            Window::After(end) if offset < end => break,
+            Window::After(_) => None,
+            Window::Since(t) => Some(t),
+        };
         let Some(m) = block::moment(&line) else { break };
         let stamped = crate::clock::parse(&m.observed_at);
         let ended = stamped.map(|t| t + time::Duration::milliseconds(m.total_ms as i64));
-        if stamped.is_some_and(|t| t >= since)
+        if (since.is_none() || stamped.zip(since).is_some_and(|(t, s)| t >= s))
             && let Some(body_digest) = block::body_digest(&line)
         {
             out.push(Candidate {
@@ -480,7 +461,9 @@ fn recent_candidates(
                 body_digest,
             });
         }
-        if ended.is_some_and(|t| t + APPEND_SLACK < since) {
+        if let (Some(ended), Some(since)) = (ended, since)
+            && ended + APPEND_SLACK < since
+        {
             break;
         }
     }
@@ -590,6 +573,70 @@ mod tests {
             Outcome::Duplicate { seq: 2, .. }
         ));
         assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 3);
+        fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_run_that_marked_the_file_finds_the_blocks_appended_since_and_reads_no_further() {
+        let path = scratch("mark");
+        let at = "2026-12-02T10:00:00.000+00:00";
+        // Before the run: a block of another target stamped in the run's millisecond (which a
+        // real run could not meet: nothing appended before it began carries its time). The
+        // mark is what tells the append not to read it back.
+        append(&path, body("before", at), &key(), false).unwrap();
+        let mark = Mark::take(&path).unwrap();
+        // During the run, another writer appends a block of the same target and time.
+        append(&path, body("t", at), &key(), false).unwrap();
+        let mut ours = body("t", at);
+        ours.insert("verdict".into(), "fail".into());
+        let ours = reseal_digests(ours);
+        let Outcome::Appended(b) = append_after(&path, ours, &key(), false, Some(mark)).unwrap() else {
+            panic!("must write")
+        };
+        let v: Value = serde_json::from_slice(&b.line).unwrap();
+        assert_eq!(
+            v["observed_at"], "2026-12-02T10:00:00.001+00:00",
+            "moved past the block since the mark"
+        );
+        // The same block as the one appended since the mark is a no-op.
+        let again = append_after(&path, body("t", at), &key(), false, Some(mark)).unwrap();
+        assert!(matches!(again, Outcome::Duplicate { seq: 2, .. }), "{again:?}");
+        // Nothing before the mark is read back: the same block appended before it (which a
+        // real run's block cannot be) is not taken for this one.
+        let mark = Mark::take(&path).unwrap();
+        let before = append_after(&path, body("before", at), &key(), false, Some(mark)).unwrap();
+        assert!(matches!(before, Outcome::Appended(_)), "{before:?}");
+        fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_mark_that_no_longer_holds_is_set_aside_for_the_blocks_times() {
+        let path = scratch("stale-mark");
+        let at = "2026-12-02T10:00:00.000+00:00";
+        append(&path, body("t", at), &key(), false).unwrap();
+        let mark = Mark::take(&path).unwrap();
+        // The file is replaced by another holding the same block (a new inode): the mark
+        // says nothing of it, and the block is found by its time.
+        let copy = path.with_extension("copy");
+        fs::copy(&path, &copy).unwrap();
+        fs::rename(&copy, &path).unwrap();
+        let again = append_after(&path, body("t", at), &key(), false, Some(mark)).unwrap();
+        assert!(matches!(again, Outcome::Duplicate { seq: 1, .. }), "{again:?}");
+        // A mark past the end (the file was cut back) does not hold either.
+        let long = Mark {
+            len: u64::MAX,
+            ..Mark::take(&path).unwrap()
+        };
+        let again = append_after(&path, body("t", at), &key(), false, Some(long)).unwrap();
+        assert!(matches!(again, Outcome::Duplicate { seq: 1, .. }), "{again:?}");
+        // Nor a mark in the middle of a line.
+        let mid = Mark {
+            len: 10,
+            ..Mark::take(&path).unwrap()
+        };
+        let again = append_after(&path, body("t", at), &key(), false, Some(mid)).unwrap();
+        assert!(matches!(again, Outcome::Duplicate { seq: 1, .. }), "{again:?}");
+        assert!(Mark::take(&path.with_extension("absent")).is_none());
         fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
     }
 
