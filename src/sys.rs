@@ -67,6 +67,82 @@ unsafe extern "C" {
     fn write(fd: i32, buf: *const u8, count: usize) -> isize;
     /// libc's `close(2)`.
     fn close(fd: i32) -> i32;
+    /// libc's `poll(2)`.
+    fn poll(fds: *mut PollFd, nfds: u64, timeout: i32) -> i32;
+    /// libc's `syscall(2)` (variadic in C: here with one or two `int` arguments).
+    fn syscall(number: i64, ...) -> i64;
+}
+
+/// One descriptor for [`poll_fds`]: libc's `struct pollfd`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct PollFd {
+    pub fd: i32,
+    pub events: i16,
+    pub revents: i16,
+}
+
+/// Data to read (or end of file) for [`PollFd`].
+pub const POLLIN: i16 = 0x1;
+/// Room to write.
+pub const POLLOUT: i16 = 0x4;
+/// An error, a hang-up, or a descriptor that is not open: each also ends a wait.
+pub const POLLERR: i16 = 0x8;
+pub const POLLHUP: i16 = 0x10;
+pub const POLLNVAL: i16 = 0x20;
+
+/// Waits until one of `fds` is ready or `timeout_ms` passes (-1: no bound); how many are
+/// ready. An interrupted wait is reported as 0 ready.
+pub fn poll_fds(fds: &mut [PollFd], timeout_ms: i32) -> io::Result<usize> {
+    // SAFETY: poll reads and writes exactly `fds.len()` `struct pollfd`s, which `PollFd`
+    // lays out as C does, in a slice we hold mutably for the call.
+    let n = unsafe { poll(fds.as_mut_ptr(), fds.len() as u64, timeout_ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted {
+            Ok(0)
+        } else {
+            Err(e)
+        };
+    }
+    Ok(n as usize)
+}
+
+/// A descriptor that becomes readable when the process `pid` exits (`pidfd_open(2)`, Linux
+/// 5.3 and later; an error elsewhere, and callers then wait for the exit another way).
+pub fn pidfd_open(pid: u32) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // The same number on every architecture: system calls added since 5.1 share one table.
+    const SYS_PIDFD_OPEN: i64 = 434;
+    let pid = i32::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    if pid <= 1 {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    // SAFETY: pidfd_open takes a pid and flags (0) and returns a new descriptor or -1; it
+    // touches no memory of ours.
+    let fd = unsafe { syscall(SYS_PIDFD_OPEN, pid, 0i32) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the descriptor was just opened for us and is owned by nothing else.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Sets `O_NONBLOCK` on an open descriptor: reads and writes then fail with `WouldBlock`
+/// instead of waiting.
+pub fn set_nonblocking(fd: &impl std::os::fd::AsRawFd) -> io::Result<()> {
+    let fd = fd.as_raw_fd();
+    // SAFETY: F_GETFL and F_SETFL read and set the status flags of a descriptor we own (the
+    // borrow keeps it open); they take an `int` argument or none and touch no memory of ours.
+    let flags = unsafe { fcntl(fd, F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { fcntl(fd, F_SETFL, flags | O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Whether this process, by its effective ids, may write `path`: a file, or a folder (create
@@ -243,6 +319,15 @@ pub fn become_subreaper() -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+/// Reaps the child `pid` of ours if it has exited, without waiting: its raw wait status.
+pub fn reap_exited(pid: u32) -> Option<i32> {
+    let pid = i32::try_from(pid).ok().filter(|p| *p > 1)?;
+    let mut status = 0i32;
+    // SAFETY: waitpid writes one int through a pointer to a live local; WNOHANG keeps it from
+    // blocking; a positive pid addresses exactly that child.
+    (unsafe { waitpid(pid, &mut status, WNOHANG) } == pid).then_some(status)
 }
 
 /// Waits for the child `pid` of ours to exit and reaps it: its raw wait status.

@@ -324,12 +324,17 @@ mod tests {
     }
 
     /// Starts `spec`, closes its stdin, and returns its whole stdout and its exit status.
+    /// Registered as a server, as `Server::spawn` does, so that no other test's tracker takes
+    /// its exit for an adopted orphan's and reaps it first.
     fn run(spec: &SpawnSpec) -> (String, ExitStatus) {
-        let mut s = start(spec).unwrap();
+        use crate::wire::descendants;
+        let mut s = descendants::spawn_registered(|| start(spec), |s| s.pid).unwrap();
         drop(s.stdin);
         let mut out = String::new();
         s.stdout.read_to_string(&mut out).unwrap();
-        (out, wait(s.pid).unwrap())
+        let status = wait(s.pid).unwrap();
+        descendants::unregister_server(s.pid);
+        (out, status)
     }
 
     fn status_field(status: &str, name: &str) -> u64 {

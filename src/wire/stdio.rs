@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::descendants::{self, Escapee, Tracker};
@@ -163,7 +163,7 @@ pub struct Server {
     pub pid: u32,
     pub started: Instant,
     events: Receiver<Event>,
-    stdin: Option<SyncSender<Vec<u8>>>,
+    stdin: Option<Stdin>,
     /// Bytes handed to the writer thread and not yet written.
     stdin_queued: Arc<AtomicUsize>,
     /// Bytes of stdout lines between the reader and us (see `LineCredit`).
@@ -214,18 +214,25 @@ impl Server {
         let stderr = Arc::new(Mutex::new(StderrLog::default()));
 
         let credit = Arc::new(LineCredit::default());
-        spawn_stdout_reader(
-            stdout,
-            tx.clone(),
+        spawn_reader(
+            Outputs {
+                stdout,
+                stderr: stderr_pipe,
+                pid,
+            },
+            tx,
             spec.max_line,
             started,
             (&stdout_bytes, &first_stdout),
-            &credit,
+            (&credit, &stderr),
         );
-        spawn_stderr_reader(stderr_pipe, Arc::clone(&stderr));
-        spawn_waiter(pid, tx);
         let stdin_queued = Arc::new(AtomicUsize::new(0));
-        let stdin = spawn_writer(stdin, &stdin_queued);
+        // Written directly while the pipe has room (see `send`): never waited on.
+        sys::set_nonblocking(&stdin)?;
+        let stdin = Stdin {
+            file: Arc::new(stdin),
+            writer: None,
+        };
 
         Ok(Server {
             pid,
@@ -244,20 +251,41 @@ impl Server {
         })
     }
 
-    /// Queues bytes for the server's stdin, waiting for room until `deadline` at most. Room
-    /// means fewer than `STDIN_QUEUE_BYTES` queued with these bytes (or nothing queued).
-    pub fn send(&self, bytes: Vec<u8>, deadline: Instant) -> Sent {
-        let Some(stdin) = &self.stdin else {
+    /// Sends bytes to the server's stdin, waiting for room until `deadline` at most. While
+    /// nothing is queued they are written at once, as far as the pipe takes them; what it
+    /// does not take is queued for a writer thread (started the first time one is needed).
+    /// Room in the queue means fewer than `STDIN_QUEUE_BYTES` queued with these bytes (or
+    /// nothing queued).
+    pub fn send(&mut self, bytes: Vec<u8>, deadline: Instant) -> Sent {
+        let Some(stdin) = &mut self.stdin else {
             return Sent::Closed;
         };
-        let len = bytes.len();
         let mut bytes = bytes;
+        if self.stdin_queued.load(Ordering::Acquire) == 0 {
+            // Nothing queued: the writer, if any, is idle, so writing here keeps the order.
+            match write_now(&stdin.file, &bytes) {
+                Ok(n) if n == bytes.len() => return Sent::Sent,
+                Ok(n) => {
+                    bytes.drain(..n);
+                }
+                Err(_) => {
+                    // The server closed its stdin (or it broke): later sends say so. This
+                    // one counts as sent, as one handed to a writer that then fails does.
+                    self.stdin = None;
+                    return Sent::Sent;
+                }
+            }
+        }
+        let len = bytes.len();
+        let writer = stdin
+            .writer
+            .get_or_insert_with(|| spawn_writer(Arc::clone(&stdin.file), &self.stdin_queued));
         loop {
             let queued = self.stdin_queued.load(Ordering::Acquire);
             if queued == 0 || queued.saturating_add(len) <= STDIN_QUEUE_BYTES {
                 // Counted before it is handed over, so the writer never subtracts first.
                 self.stdin_queued.fetch_add(len, Ordering::AcqRel);
-                match stdin.try_send(bytes) {
+                match writer.try_send(bytes) {
                     Ok(()) => return Sent::Sent,
                     Err(mpsc::TrySendError::Disconnected(_)) => {
                         unqueue(&self.stdin_queued, len);
@@ -446,7 +474,6 @@ fn wait_group_gone(pgid: u32, deadline: Instant) -> bool {
 #[derive(Default)]
 struct LineCredit {
     state: Mutex<CreditState>,
-    freed: Condvar,
 }
 
 #[derive(Default)]
@@ -470,35 +497,22 @@ impl LineCredit {
         if let Ok(mut s) = self.state.lock() {
             s.in_flight = s.in_flight.saturating_sub(bytes);
         }
-        self.freed.notify_all();
     }
 
     fn close(&self) {
         if let Ok(mut s) = self.state.lock() {
             s.closed = true;
         }
-        self.freed.notify_all();
     }
 
-    /// Waits until `building` more bytes fit beside those in flight under `max` (or none are
-    /// in flight). False when the consumer is gone.
-    fn wait_room(&self, building: usize, max: usize) -> bool {
-        let Ok(mut s) = self.state.lock() else {
-            return false;
-        };
-        loop {
-            if s.closed {
-                return false;
-            }
-            if s.in_flight == 0 || s.in_flight + building <= max {
-                return true;
-            }
-            // The consumer frees at its next read; the timeout only re-checks `closed`.
-            match self.freed.wait_timeout(s, Duration::from_millis(100)) {
-                Ok((guard, _)) => s = guard,
-                Err(_) => return false,
-            }
+    /// Whether `building` more bytes fit beside those in flight under `max` (or none are in
+    /// flight); `None` when the consumer is gone.
+    fn room(&self, building: usize, max: usize) -> Option<bool> {
+        let s = self.state.lock().ok()?;
+        if s.closed {
+            return None;
         }
+        Some(s.in_flight == 0 || s.in_flight + building <= max)
     }
 }
 
@@ -560,62 +574,180 @@ impl Drop for Server {
     }
 }
 
-fn spawn_stdout_reader(
-    mut stdout: impl Read + Send + 'static,
+/// Our end of the server's stdin (non-blocking), and the writer thread for what the pipe did
+/// not take at once. The file closes when both let go of it.
+struct Stdin {
+    file: Arc<std::fs::File>,
+    writer: Option<SyncSender<Vec<u8>>>,
+}
+
+/// Writes as much of `bytes` as the pipe takes now: how much that was.
+fn write_now(mut file: &std::fs::File, bytes: &[u8]) -> std::io::Result<usize> {
+    let mut done = 0;
+    while done < bytes.len() {
+        match file.write(&bytes[done..]) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+/// Writes all of `bytes`, waiting for room as long as it takes (the writer thread's way).
+fn write_waiting(file: &std::fs::File, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut done = 0;
+    while done < bytes.len() {
+        done += write_now(file, &bytes[done..])?;
+        if done < bytes.len() {
+            let mut fds = [sys::PollFd {
+                fd: file.as_raw_fd(),
+                events: sys::POLLOUT,
+                revents: 0,
+            }];
+            sys::poll_fds(&mut fds, -1)?;
+        }
+    }
+    Ok(())
+}
+
+/// What the reader watches: the server's stdout and stderr, and its exit.
+struct Outputs {
+    stdout: std::fs::File,
+    stderr: std::fs::File,
+    pid: u32,
+}
+
+/// One thread reads stdout (its lines become events) and stderr (kept in `log`), and reaps the
+/// server when it exits (an `Exited` event), waiting on all three at once with `poll`. Stdout
+/// is read only while the lines not yet done with leave room (see `LineCredit`); stderr and the
+/// exit are watched meanwhile. Where the kernel has no `pidfd_open`, a thread of its own waits
+/// for the exit.
+fn spawn_reader(
+    outputs: Outputs,
     tx: SyncSender<Event>,
     max_line: usize,
     started: Instant,
     (bytes, first): (&Arc<AtomicU64>, &Arc<AtomicU64>),
-    credit: &Arc<LineCredit>,
+    (credit, log): (&Arc<LineCredit>, &Arc<Mutex<StderrLog>>),
 ) {
     let bytes = Arc::clone(bytes);
     let first = Arc::clone(first);
     let credit = Arc::clone(credit);
+    let log = Arc::clone(log);
+    let Outputs { stdout, stderr, pid } = outputs;
+    let exit = match sys::pidfd_open(pid) {
+        Ok(fd) => Some(fd),
+        Err(_) => {
+            spawn_waiter(pid, tx.clone());
+            None
+        }
+    };
     std::thread::spawn(move || {
+        use std::os::fd::AsRawFd;
         let mut splitter = Splitter::new(max_line);
         let mut buf = vec![0u8; READ_CHUNK];
-        let mut open = true;
+        let (mut out, mut err, mut exit) = (Some(stdout), Some(stderr), exit);
         loop {
-            if !credit.wait_room(splitter.pending() + READ_CHUNK, READ_AHEAD) {
-                return;
-            }
-            let n = match stdout.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
+            // Stdout is watched only while there is room for what a read may bring.
+            let room = match &out {
+                Some(_) => credit.room(splitter.pending() + READ_CHUNK, READ_AHEAD),
+                None => Some(false),
             };
-            if bytes.fetch_add(n as u64, Ordering::Relaxed) == 0 {
-                first.store(started.elapsed().as_millis() as u64 + 1, Ordering::Relaxed);
+            if room.is_none() {
+                // The consumer is gone: nothing more is read from stdout.
+                out = None;
             }
-            splitter.push(&buf[..n], &mut |f| {
-                if let Frame::Line(line) = &f {
-                    credit.take(line.len());
-                }
-                open = open && tx.send(Event::Stdout(f)).is_ok();
-            });
-            if !open {
-                return;
-            }
-        }
-        if let Some(f) = splitter.finish() {
-            let _ = tx.send(Event::Stdout(f));
-        }
-        let _ = tx.send(Event::StdoutClosed);
-    });
-}
-
-fn spawn_stderr_reader(mut stderr: impl Read + Send + 'static, log: Arc<Mutex<StderrLog>>) {
-    std::thread::spawn(move || {
-        let mut buf = vec![0u8; READ_CHUNK];
-        while let Ok(n) = stderr.read(&mut buf) {
-            if n == 0 {
+            let mut fds = Vec::with_capacity(3);
+            let watch = |f: Option<i32>, fds: &mut Vec<sys::PollFd>| {
+                f.map(|fd| {
+                    fds.push(sys::PollFd {
+                        fd,
+                        events: sys::POLLIN,
+                        revents: 0,
+                    });
+                    fds.len() - 1
+                })
+            };
+            let out_at = watch(
+                out.as_ref().filter(|_| room == Some(true)).map(|f| f.as_raw_fd()),
+                &mut fds,
+            );
+            let err_at = watch(err.as_ref().map(|f| f.as_raw_fd()), &mut fds);
+            let exit_at = watch(exit.as_ref().map(|f| f.as_raw_fd()), &mut fds);
+            if fds.is_empty() && out.is_none() {
                 break;
             }
-            if let Ok(mut log) = log.lock() {
-                log.push(&buf[..n]);
+            // Stdout waiting for room is looked at again every millisecond.
+            let timeout = if out.is_some() && out_at.is_none() { 1 } else { -1 };
+            if sys::poll_fds(&mut fds, timeout).is_err() {
+                break;
             }
-        }
-        if let Ok(mut log) = log.lock() {
-            log.closed = true;
+            let ready = |at: Option<usize>| at.is_some_and(|i| fds[i].revents != 0);
+            if ready(out_at)
+                && let Some(stdout) = &mut out
+            {
+                let n = match stdout.read(&mut buf) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Ok(0) | Err(_) => 0,
+                    Ok(n) => n,
+                };
+                if n == 0 {
+                    out = None;
+                    if let Some(f) = splitter.finish() {
+                        let _ = tx.send(Event::Stdout(f));
+                    }
+                    let _ = tx.send(Event::StdoutClosed);
+                } else {
+                    if bytes.fetch_add(n as u64, Ordering::Relaxed) == 0 {
+                        first.store(started.elapsed().as_millis() as u64 + 1, Ordering::Relaxed);
+                    }
+                    let mut open = true;
+                    splitter.push(&buf[..n], &mut |f| {
+                        if let Frame::Line(line) = &f {
+                            credit.take(line.len());
+                        }
+                        open = open && tx.send(Event::Stdout(f)).is_ok();
+                    });
+                    if !open {
+                        out = None;
+                    }
+                }
+            }
+            if ready(err_at)
+                && let Some(stderr) = &mut err
+            {
+                match stderr.read(&mut buf) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Ok(0) | Err(_) => {
+                        err = None;
+                        if let Ok(mut log) = log.lock() {
+                            log.closed = true;
+                        }
+                    }
+                    Ok(n) => {
+                        if let Ok(mut log) = log.lock() {
+                            log.push(&buf[..n]);
+                        }
+                    }
+                }
+            }
+            if ready(exit_at) {
+                exit = None;
+                let status = match sys::reap_exited(pid) {
+                    Some(raw) => Ok(ExitStatus::from_raw(raw)),
+                    // Readable before waitpid can see the exit: wait for it (a moment).
+                    None => super::spawn::wait(pid),
+                };
+                // Reaped: its pid may be reused from now on.
+                descendants::unregister_server(pid);
+                if let Ok(status) = status {
+                    let _ = tx.send(Event::Exited(status));
+                }
+            }
         }
     });
 }
@@ -638,12 +770,12 @@ fn unqueue(queued: &AtomicUsize, len: usize) {
     });
 }
 
-fn spawn_writer(mut stdin: std::fs::File, queued: &Arc<AtomicUsize>) -> SyncSender<Vec<u8>> {
+fn spawn_writer(stdin: Arc<std::fs::File>, queued: &Arc<AtomicUsize>) -> SyncSender<Vec<u8>> {
     let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(EVENT_DEPTH);
     let queued = Arc::clone(queued);
     std::thread::spawn(move || {
         for bytes in &rx {
-            let written = stdin.write_all(&bytes).and_then(|()| stdin.flush());
+            let written = write_waiting(&stdin, &bytes);
             unqueue(&queued, bytes.len());
             drop(bytes);
             if written.is_err() {
@@ -653,7 +785,8 @@ fn spawn_writer(mut stdin: std::fs::File, queued: &Arc<AtomicUsize>) -> SyncSend
         // What was still queued is dropped with the channel: nothing is queued any more.
         drop(rx);
         queued.store(0, Ordering::Release);
-        // Dropping stdin closes the pipe: the server sees end of file.
+        // Dropping stdin (with the server's own handle on it) closes the pipe: the server
+        // sees end of file.
     });
     tx
 }
@@ -711,7 +844,7 @@ mod tests {
 
     #[test]
     fn a_server_that_never_reads_gets_at_most_the_stdin_queue_bound_queued() {
-        let server = Server::spawn(&sh("sleep 300")).unwrap();
+        let mut server = Server::spawn(&sh("sleep 300")).unwrap();
         let message = vec![b'x'; 100 * 1024];
         let mut sent = 0;
         // The pipe takes 64 KiB, the queue 1 MiB: within a few dozen sends room runs out.
@@ -731,7 +864,7 @@ mod tests {
             server.stdin_queued()
         );
         // One message larger than the bound still goes when nothing else is queued.
-        let big = Server::spawn(&sh("sleep 300")).unwrap();
+        let mut big = Server::spawn(&sh("sleep 300")).unwrap();
         let line = vec![b'y'; 2 * STDIN_QUEUE_BYTES];
         assert_eq!(big.send(line, Instant::now()), Sent::Sent);
         let grace = Grace {
