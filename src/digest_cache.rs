@@ -56,10 +56,7 @@ pub fn sha256(path: &Path, cache: Option<&Path>) -> io::Result<(String, Source)>
     let mut file = File::open(path)?;
     let before = file.metadata()?;
     let key = key_of(&before);
-    let usable = cache.filter(|c| usable_folder(c));
-    if let Some(dir) = usable
-        && let Some(hex) = read_entry(&dir.join(&key))
-    {
+    if let Some(hex) = entry_for(&key, cache) {
         return Ok((hex, Source::Cache));
     }
     let mut hasher = Sha256::new();
@@ -79,6 +76,18 @@ pub fn sha256(path: &Path, cache: Option<&Path>) -> io::Result<(String, Source)>
         }
     }
     Ok((hex, Source::Computed))
+}
+
+/// The SHA-256 of the file at `path` when the cache in `cache` has an entry that matches it:
+/// a few system calls, where computing it reads the whole file.
+pub fn cached(path: &Path, cache: Option<&Path>) -> Option<String> {
+    let file = File::open(path).ok()?;
+    entry_for(&key_of(&file.metadata().ok()?), cache)
+}
+
+fn entry_for(key: &str, cache: Option<&Path>) -> Option<String> {
+    let dir = cache.filter(|c| usable_folder(c))?;
+    read_entry(&dir.join(key))
 }
 
 /// The entry name: every field that changes when the file's bytes can have.
@@ -175,6 +184,23 @@ mod tests {
         assert_eq!(s3, Source::Computed);
         assert_ne!(changed, first);
         assert_eq!(changed, reference(&program));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_cache_lookup_alone_finds_only_an_entry_that_matches_the_file_as_it_is() {
+        let dir = temp("lookup");
+        let cache = dir.join("cache");
+        let program = dir.join("prog");
+        std::fs::write(&program, b"version one").unwrap();
+        assert_eq!(cached(&program, Some(&cache)), None, "nothing stored yet");
+        let (hex, _) = sha256(&program, Some(&cache)).unwrap();
+        assert_eq!(cached(&program, Some(&cache)), Some(hex));
+        assert_eq!(cached(&program, None), None, "no cache, no entry");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&program, b"version two").unwrap();
+        assert_eq!(cached(&program, Some(&cache)), None, "the file changed");
+        assert_eq!(cached(&dir.join("absent"), Some(&cache)), None);
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -161,7 +161,32 @@ fn describe(o: &ServerOptions) -> Prepared {
 }
 
 /// The program's digest being computed (or read from the cache) on a thread.
-pub type DigestJob = JoinHandle<std::io::Result<(String, crate::digest_cache::Source)>>;
+/// The program's digest: found in the digest cache at once, or being computed on a thread.
+pub enum DigestJob {
+    Ready(std::io::Result<(String, crate::digest_cache::Source)>),
+    Running(JoinHandle<std::io::Result<(String, crate::digest_cache::Source)>>),
+}
+
+impl DigestJob {
+    /// Starts finding the digest of the program at `path`: a cache hit needs no thread.
+    pub fn start(path: PathBuf) -> DigestJob {
+        let cache = crate::digest_cache::folder();
+        match crate::digest_cache::cached(&path, cache.as_deref()) {
+            Some(hex) => DigestJob::Ready(Ok((hex, crate::digest_cache::Source::Cache))),
+            None => DigestJob::Running(std::thread::spawn(move || {
+                crate::digest_cache::sha256(&path, cache.as_deref())
+            })),
+        }
+    }
+
+    /// The digest; `Err` when the thread computing it panicked.
+    pub fn join(self) -> std::thread::Result<std::io::Result<(String, crate::digest_cache::Source)>> {
+        match self {
+            DigestJob::Ready(r) => Ok(r),
+            DigestJob::Running(h) => h.join(),
+        }
+    }
+}
 
 /// How to start the server, and the program's digest being computed on a thread (a large
 /// interpreter takes tens of milliseconds to hash; the handshake need not wait for it). An
@@ -276,9 +301,7 @@ impl Prepared {
         let path = program::resolve(name, &self.cwd, path_var.as_deref())
             .map_err(|e| format!("cannot start the server: {e}"))?;
         self.target.program = Some(path.display().to_string());
-        let hashed = path.clone();
-        let cache = crate::digest_cache::folder();
-        let digest = std::thread::spawn(move || crate::digest_cache::sha256(&hashed, cache.as_deref()));
+        let digest = DigestJob::start(path.clone());
         let spec = SpawnSpec {
             program: path,
             argv0: name.clone(),
