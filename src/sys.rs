@@ -69,7 +69,7 @@ unsafe extern "C" {
     fn close(fd: i32) -> i32;
     /// libc's `poll(2)`.
     fn poll(fds: *mut PollFd, nfds: u64, timeout: i32) -> i32;
-    /// libc's `syscall(2)` (variadic in C: here with one or two `int` arguments).
+    /// libc's `syscall(2)` (variadic in C: its arguments are read as `long`s).
     fn syscall(number: i64, ...) -> i64;
 }
 
@@ -120,7 +120,7 @@ pub fn pidfd_open(pid: u32) -> io::Result<std::os::fd::OwnedFd> {
     }
     // SAFETY: pidfd_open takes a pid and flags (0) and returns a new descriptor or -1; it
     // touches no memory of ours.
-    let fd = unsafe { syscall(SYS_PIDFD_OPEN, pid, 0i32) };
+    let fd = unsafe { syscall(SYS_PIDFD_OPEN, i64::from(pid), 0i64) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }

@@ -220,12 +220,11 @@ pub fn append_after(
     let file = crate::files::open_append(path, "evidence file").map_err(AppendError::File)?;
     lock(&file, path)?;
 
-    let window = match mark.filter(|m| m.holds(&file)) {
-        Some(m) => Window::After(m.len),
-        None => match crate::clock::parse(&observed_at) {
-            Some(since) => Window::Since(since),
-            None => Window::None,
-        },
+    let stamped = crate::clock::parse(&observed_at);
+    let window = match (mark.filter(|m| m.holds(&file)), stamped) {
+        (Some(m), Some(since)) => Window::After(m.len, since),
+        (None, Some(since)) => Window::Since(since),
+        (_, None) => Window::None,
     };
     let tail = Tail::read(&file, path, window)?;
 
@@ -354,8 +353,11 @@ impl Tail {
 /// Which blocks a new block could collide with (same target, same `observed_at`).
 #[derive(Debug, Clone, Copy)]
 enum Window {
-    /// Those after this offset: the file's end when the run began (see [`Mark`]).
-    After(u64),
+    /// Those after this offset (the file's end when the run began, see [`Mark`]), and those
+    /// before it, last first, while they are stamped at or after this time: a block appended
+    /// before the run began carries the run's time or a later one only if the clock was set
+    /// back since, and then the blocks just before the mark are the ones that can.
+    After(u64, time::OffsetDateTime),
     /// Those that may have been appended after a run stamped at this time began.
     Since(time::OffsetDateTime),
     None,
@@ -444,26 +446,31 @@ fn recent_candidates(
     let mut out = Vec::new();
     for line in lines.take(DEDUP_WINDOW) {
         let (offset, line) = line?;
-        let since = match window {
-            Window::None => break,
-            Window::After(end) if offset < end => break,
-            Window::After(_) => None,
-            Window::Since(t) => Some(t),
-        };
         let Some(m) = block::moment(&line) else { break };
         let stamped = crate::clock::parse(&m.observed_at);
-        let ended = stamped.map(|t| t + time::Duration::milliseconds(m.total_ms as i64));
-        if (since.is_none() || stamped.zip(since).is_some_and(|(t, s)| t >= s))
-            && let Some(body_digest) = block::body_digest(&line)
-        {
+        let (keep, stop) = match window {
+            Window::None => break,
+            Window::After(end, _) if offset >= end => (true, false),
+            // Before the mark: on only while the blocks carry the run's time or a later one.
+            Window::After(_, since) => {
+                let later = stamped.is_some_and(|t| t >= since);
+                (later, !later)
+            }
+            Window::Since(since) => {
+                let ended = stamped.map(|t| t + time::Duration::milliseconds(m.total_ms as i64));
+                (
+                    stamped.is_some_and(|t| t >= since),
+                    ended.is_some_and(|t| t + APPEND_SLACK < since),
+                )
+            }
+        };
+        if keep && let Some(body_digest) = block::body_digest(&line) {
             out.push(Candidate {
                 moment: m,
                 body_digest,
             });
         }
-        if let (Some(ended), Some(since)) = (ended, since)
-            && ended + APPEND_SLACK < since
-        {
+        if stop {
             break;
         }
     }
@@ -601,11 +608,31 @@ mod tests {
         // The same block as the one appended since the mark is a no-op.
         let again = append_after(&path, body("t", at), &key(), false, Some(mark)).unwrap();
         assert!(matches!(again, Outcome::Duplicate { seq: 2, .. }), "{again:?}");
-        // Nothing before the mark is read back: the same block appended before it (which a
-        // real run's block cannot be) is not taken for this one.
+        fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn behind_the_mark_only_blocks_stamped_at_or_after_the_run_are_read_back() {
+        let path = scratch("mark-clock");
+        // Blocks appended before the run, the last two stamped at or after the run's time
+        // (the clock was set back since): those are read back and found.
+        append(&path, body("t", "2026-12-02T09:00:00.000+00:00"), &key(), false).unwrap();
+        append(&path, body("t", "2026-12-02T10:00:00.000+00:00"), &key(), false).unwrap();
+        append(&path, body("u", "2026-12-02T10:00:05.000+00:00"), &key(), false).unwrap();
         let mark = Mark::take(&path).unwrap();
-        let before = append_after(&path, body("before", at), &key(), false, Some(mark)).unwrap();
-        assert!(matches!(before, Outcome::Appended(_)), "{before:?}");
+        let at = "2026-12-02T10:00:00.000+00:00";
+        let again = append_after(&path, body("t", at), &key(), false, Some(mark)).unwrap();
+        assert!(matches!(again, Outcome::Duplicate { seq: 2, .. }), "{again:?}");
+        let mut other = body("t", at);
+        other.insert("verdict".into(), "fail".into());
+        let other = reseal_digests(other);
+        let Outcome::Appended(b) = append_after(&path, other, &key(), false, Some(mark)).unwrap() else {
+            panic!("must write")
+        };
+        let v: Value = serde_json::from_slice(&b.line).unwrap();
+        assert_eq!(v["observed_at"], "2026-12-02T10:00:00.001+00:00");
+        let report = crate::evidence::verify::verify_file(&path, &Default::default()).unwrap();
+        assert!(report.broken.is_none(), "{:?}", report.broken);
         fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();
     }
 

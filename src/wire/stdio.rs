@@ -622,10 +622,12 @@ struct Outputs {
 }
 
 /// One thread reads stdout (its lines become events) and stderr (kept in `log`), and reaps the
-/// server when it exits (an `Exited` event), waiting on all three at once with `poll`. Stdout
-/// is read only while the lines not yet done with leave room (see `LineCredit`); stderr and the
-/// exit are watched meanwhile. Where the kernel has no `pidfd_open`, a thread of its own waits
-/// for the exit.
+/// server when it exits (an `Exited` event), waiting on all three at once with `poll`. It
+/// never waits on the consumer: events the channel has no room for wait in an outbox, and
+/// while they do (or while the lines not yet done with leave no room, see `LineCredit`) stdout
+/// is not read, but stderr is still drained and the exit still seen, so a server that writes
+/// its stderr while nobody takes its stdout lines never stalls on it. Where the kernel has no
+/// `pidfd_open`, a thread of its own waits for the exit.
 fn spawn_reader(
     outputs: Outputs,
     tx: SyncSender<Event>,
@@ -651,14 +653,35 @@ fn spawn_reader(
         let mut splitter = Splitter::new(max_line);
         let mut buf = vec![0u8; READ_CHUNK];
         let (mut out, mut err, mut exit) = (Some(stdout), Some(stderr), exit);
+        // Events read and not yet taken by the channel, in order. At most one read's worth:
+        // stdout is not read again until they are all handed over.
+        let mut outbox: std::collections::VecDeque<Event> = std::collections::VecDeque::new();
+        let mut consumer = true;
         loop {
-            // Stdout is watched only while there is room for what a read may bring.
+            while consumer && let Some(ev) = outbox.pop_front() {
+                match tx.try_send(ev) {
+                    Ok(()) => {}
+                    Err(mpsc::TrySendError::Full(ev)) => {
+                        outbox.push_front(ev);
+                        break;
+                    }
+                    Err(mpsc::TrySendError::Disconnected(_)) => consumer = false,
+                }
+            }
+            if !consumer {
+                // Nobody takes events any more: stdout is no longer read.
+                outbox.clear();
+                out = None;
+            }
+            // Stdout is watched only while the outbox is empty and there is room for what a
+            // read may bring.
             let room = match &out {
-                Some(_) => credit.room(splitter.pending() + READ_CHUNK, READ_AHEAD),
+                Some(_) if outbox.is_empty() => credit.room(splitter.pending() + READ_CHUNK, READ_AHEAD),
+                Some(_) => Some(false),
                 None => Some(false),
             };
             if room.is_none() {
-                // The consumer is gone: nothing more is read from stdout.
+                consumer = false;
                 out = None;
             }
             let mut fds = Vec::with_capacity(3);
@@ -678,11 +701,20 @@ fn spawn_reader(
             );
             let err_at = watch(err.as_ref().map(|f| f.as_raw_fd()), &mut fds);
             let exit_at = watch(exit.as_ref().map(|f| f.as_raw_fd()), &mut fds);
-            if fds.is_empty() && out.is_none() {
-                break;
+            let waiting = !outbox.is_empty() || (out.is_some() && out_at.is_none());
+            if fds.is_empty() {
+                if let Some(ev) = outbox.pop_front() {
+                    // Nothing else to watch: wait for the consumer to take it.
+                    consumer = tx.send(ev).is_ok();
+                    continue;
+                }
+                if !waiting {
+                    break;
+                }
             }
-            // Stdout waiting for room is looked at again every millisecond.
-            let timeout = if out.is_some() && out_at.is_none() { 1 } else { -1 };
+            // Waiting for the consumer (channel room, or line credit) is looked at again every
+            // millisecond.
+            let timeout = if waiting { 1 } else { -1 };
             if sys::poll_fds(&mut fds, timeout).is_err() {
                 break;
             }
@@ -698,23 +730,19 @@ fn spawn_reader(
                 if n == 0 {
                     out = None;
                     if let Some(f) = splitter.finish() {
-                        let _ = tx.send(Event::Stdout(f));
+                        outbox.push_back(Event::Stdout(f));
                     }
-                    let _ = tx.send(Event::StdoutClosed);
+                    outbox.push_back(Event::StdoutClosed);
                 } else {
                     if bytes.fetch_add(n as u64, Ordering::Relaxed) == 0 {
                         first.store(started.elapsed().as_millis() as u64 + 1, Ordering::Relaxed);
                     }
-                    let mut open = true;
                     splitter.push(&buf[..n], &mut |f| {
                         if let Frame::Line(line) = &f {
                             credit.take(line.len());
                         }
-                        open = open && tx.send(Event::Stdout(f)).is_ok();
+                        outbox.push_back(Event::Stdout(f));
                     });
-                    if !open {
-                        out = None;
-                    }
                 }
             }
             if ready(err_at)
@@ -745,7 +773,8 @@ fn spawn_reader(
                 // Reaped: its pid may be reused from now on.
                 descendants::unregister_server(pid);
                 if let Ok(status) = status {
-                    let _ = tx.send(Event::Exited(status));
+                    // After the lines read before it.
+                    outbox.push_back(Event::Exited(status));
                 }
             }
         }
@@ -892,5 +921,54 @@ mod tests {
         let t = server.teardown(Grace::default());
         assert_eq!(t.ended_by, EndedBy::ExitedBefore);
         assert_eq!(t.exit, Some(ExitInfo::Code(4)));
+    }
+
+    #[test]
+    fn a_server_writing_stderr_while_its_stdout_lines_wait_untaken_is_never_stalled() {
+        // More lines than the event channel holds, then 200 KB of stderr (three pipes' worth),
+        // then it reads its stdin to the end.
+        let script = "i=0; while [ $i -lt 40 ]; do echo n$i; i=$((i+1)); done; \
+                      head -c 200000 /dev/zero | tr '\\0' e >&2; cat >/dev/null";
+        let mut server = Server::spawn(&sh(script)).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while server.stderr_bytes() < 200_000 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(
+            server.stderr_bytes(),
+            200_000,
+            "stderr was drained with no event taken"
+        );
+        // And so it goes on to read what we send.
+        let chunk = vec![b'x'; 256 * 1024];
+        for i in 0..8 {
+            assert_eq!(server.send(chunk.clone(), deadline), Sent::Sent, "send {i}");
+        }
+        let t = server.teardown(Grace::default());
+        assert_eq!(t.ended_by, EndedBy::StdinEof);
+    }
+
+    #[test]
+    fn the_last_stderr_of_a_member_ended_at_teardown_is_kept_behind_untaken_lines() {
+        // The server exits at once; a member of its group writes 100 stdout lines, then one
+        // stderr line, when teardown's SIGTERM reaches it. Nobody takes those lines.
+        let script = "sh -c 'trap \"i=0; while [ \\$i -lt 100 ]; do echo l\\$i; i=\\$((i+1)); done; \
+                      echo TAIL-ON-STDERR >&2; exit 0\" TERM; while :; do sleep 1; done' & sleep 0.2; exit 0";
+        let mut server = Server::spawn(&sh(script)).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while server.exit_status().is_none() {
+            server.next_event(deadline).expect("the server exits");
+        }
+        let log = Arc::clone(&server.stderr);
+        let t = server.teardown(Grace::default());
+        assert_eq!(t.group_signals, vec!["sigterm"]);
+        assert!(t.survivors.is_empty(), "{t:?}");
+        let log = log.lock().unwrap();
+        assert!(log.closed, "stderr read to its end");
+        assert!(
+            log.text_tail().ends_with("TAIL-ON-STDERR\n"),
+            "{:?}",
+            log.text_tail()
+        );
     }
 }
