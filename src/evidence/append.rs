@@ -584,13 +584,17 @@ mod tests {
     }
 
     #[test]
-    fn a_run_that_marked_the_file_finds_the_blocks_appended_since_and_reads_no_further() {
+    fn a_run_that_marked_the_file_finds_the_blocks_appended_since() {
         let path = scratch("mark");
         let at = "2026-12-02T10:00:00.000+00:00";
-        // Before the run: a block of another target stamped in the run's millisecond (which a
-        // real run could not meet: nothing appended before it began carries its time). The
-        // mark is what tells the append not to read it back.
-        append(&path, body("before", at), &key(), false).unwrap();
+        // Before the run: a block of another target, stamped earlier.
+        append(
+            &path,
+            body("before", "2026-12-02T09:59:59.000+00:00"),
+            &key(),
+            false,
+        )
+        .unwrap();
         let mark = Mark::take(&path).unwrap();
         // During the run, another writer appends a block of the same target and time.
         append(&path, body("t", at), &key(), false).unwrap();
