@@ -347,6 +347,62 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// Where the canonical value starting at `b[i]` ends, checked exactly as `scan` checks a
+/// value nested `depth` levels deep in a line (`None` where `scan` would stop). For the
+/// one-pass check of `kind::one_pass`, which hands the foreign JSON of a block to this.
+pub(crate) fn value_end(b: &[u8], i: usize, depth: usize) -> Option<usize> {
+    let mut s = Scanner { b, i, top: Vec::new() };
+    // `scan` collects members only at depth 0; nothing nested is collected.
+    s.value(depth.max(1)).ok()?;
+    Some(s.i)
+}
+
+/// The canonical string starting at `b[i]`: its content unescaped and where it ends, as
+/// `scan` reads a string (`None` where `scan` would stop).
+pub(crate) fn string_at(b: &[u8], i: usize) -> Option<(Cow<'_, [u8]>, usize)> {
+    let mut s = Scanner { b, i, top: Vec::new() };
+    let text = s.string().ok()?;
+    Some((text, s.i))
+}
+
+/// Just past the canonical string starting at `b[i]`, checked as `scan` checks a string but
+/// without unescaping it (nothing is allocated); `None` where `scan` would stop.
+pub(crate) fn checked_string_end(b: &[u8], i: usize) -> Option<usize> {
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let mut j = i + 1;
+    loop {
+        let rest = b.get(j..)?;
+        j += super::find::string_stop(rest)?;
+        match b[j] {
+            b'"' => return Some(j + 1),
+            b'\\' => match *b.get(j + 1)? {
+                b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => j += 2,
+                b'u' => {
+                    let hex = b.get(j + 2..j + 6)?;
+                    let digit = |h: u8| match h {
+                        b'0'..=b'9' => Some(h - b'0'),
+                        b'a'..=b'f' => Some(h - b'a' + 10),
+                        _ => None,
+                    };
+                    if &hex[..2] != b"00" {
+                        return None;
+                    }
+                    let code = digit(hex[2])? * 16 + digit(hex[3])?;
+                    if code >= 0x20 || matches!(code, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d) {
+                        return None;
+                    }
+                    j += 6;
+                }
+                _ => return None,
+            },
+            // A raw control character.
+            _ => return None,
+        }
+    }
+}
+
 /// A value inside a line that passed `scan`, read in place: the shape walk and the digests
 /// of `evidence::kind` use these instead of building a `serde_json::Value`. On bytes that are
 /// not such a value every reader answers `None` (nothing panics).
@@ -405,7 +461,7 @@ impl<'a> Raw<'a> {
         if b.first() != Some(&b'{') {
             return None;
         }
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(8);
         let mut i = 1;
         if b.get(i) == Some(&b'}') {
             return (i + 1 == b.len()).then_some(out);
@@ -431,6 +487,43 @@ impl<'a> Raw<'a> {
                 Some(b',') => i = end + 1,
                 Some(b'}') if end + 1 == b.len() => return Some(out),
                 _ => return None,
+            }
+        }
+    }
+
+    /// An object member's value, read up to that member only (members of a canonical object
+    /// are in key order): what `View::of(self).at(key)` answers, without reading the rest.
+    pub fn find(self, key: &str) -> Raw<'a> {
+        let null = Raw(b"null");
+        let b = self.0;
+        if b.first() != Some(&b'{') || b.get(1) == Some(&b'}') {
+            return null;
+        }
+        let mut i = 1;
+        loop {
+            if b.get(i) != Some(&b'"') {
+                return null;
+            }
+            let Some(key_end) = string_end(b, i) else { return null };
+            let inner = &b[i + 1..key_end - 1];
+            let k = match inner.contains(&b'\\') {
+                false => Some(Cow::Borrowed(inner)),
+                true => Raw(&b[i..key_end]).scanner().string().ok(),
+            };
+            let Some(k) = k else { return null };
+            if b.get(key_end) != Some(&b':') {
+                return null;
+            }
+            let start = key_end + 1;
+            let Some(end) = skip(b, start) else { return null };
+            match key_order(&k, key.as_bytes()) {
+                std::cmp::Ordering::Equal => return Raw(&b[start..end]),
+                std::cmp::Ordering::Greater => return null,
+                std::cmp::Ordering::Less => {}
+            }
+            match b.get(end) {
+                Some(b',') => i = end + 1,
+                _ => return null,
             }
         }
     }
@@ -711,7 +804,13 @@ mod tests {
                 for ((k, x), m) in fast.iter().zip(&full.members) {
                     assert_eq!(k, &m.key);
                     assert_eq!(x.0, &v.0[m.value.clone()]);
+                    assert_eq!(v.find(std::str::from_utf8(k).unwrap()), *x, "find {k:?}");
                     walk(*x);
+                }
+                for absent in ["", "0", "a0", "zzz", "\u{10ffff}"] {
+                    if !fast.iter().any(|(k, _)| k.as_ref() == absent.as_bytes()) {
+                        assert!(v.find(absent).is_null(), "{absent:?} is not there");
+                    }
                 }
             } else if v.first() == Some(b'[') {
                 v.items().unwrap().into_iter().for_each(walk);

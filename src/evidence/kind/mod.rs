@@ -10,6 +10,7 @@
 pub mod check;
 pub mod client;
 pub mod fits;
+pub mod one_pass;
 pub mod probe;
 pub mod shape;
 pub mod surface;
@@ -113,6 +114,14 @@ impl BlockKind {
         if !fits::fits_members(&tables, &block.members) {
             shape::check_members(&tables, &block.members, shape::At::Top)?;
         }
+        self.check_beyond_shape(block)
+    }
+
+    /// What `check` holds a block to after its shape: format v1 holds no v2 field, then
+    /// `target.id`, then `observation_sha256`, then the kind's own rules (for a block whose
+    /// shape `one_pass::read` has already found to fit).
+    pub fn check_beyond_shape(self, block: &View<'_>) -> Result<(), BlockError> {
+        let spec = self.spec();
         if block.at("format").str().as_deref() == Some(super::block::FORMAT_V1) {
             v1_holds_no_v2_field(block)?;
         }
