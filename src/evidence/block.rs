@@ -356,10 +356,11 @@ fn finish(
     signature: bool,
 ) -> Result<Checked, BlockError> {
     let str_of = |name: &str| view.at(name).str().map(Cow::into_owned).unwrap_or_default();
-    let key = cache.get(&str_of("key"))?;
+    let text_of = |name: &str| view.at(name).str().unwrap_or_default();
+    let key = cache.get(&text_of("key"))?;
     let seq = view.at("seq").int().unwrap_or_default() as u64;
     let hash = str_of("hash");
-    let sig = hex::decode_exact::<64>(&str_of("sig")).ok_or(BlockError::Field(
+    let sig = hex::decode_exact::<64>(&text_of("sig")).ok_or(BlockError::Field(
         "sig".into(),
         "must be 128 lower-case hex digits".into(),
     ))?;
@@ -379,8 +380,9 @@ fn finish(
         key,
         kind,
         observed_at: str_of("observed_at"),
-        target_id: View::of(view.at("target"))
-            .at("id")
+        target_id: view
+            .at("target")
+            .find("id")
             .str()
             .map(Cow::into_owned)
             .unwrap_or_default(),
@@ -776,10 +778,14 @@ pub(crate) mod tests {
               "exchanges_dropped": 0, "session_id": null, "session_id_changed": false,
               "redirects": [{"status": 307, "location": "/x"}], "delete": "accepted",
               "delete_status": 200, "delete_error": null, "readers_left": 0}]});
-        let item = |name: &str| json!({"name": name, "sha256": hex, "title": null, "description": null,
-            "arguments": hex, "description_text": "say \"hi\"\n"});
-        let resource = |name: &str| json!({"name": name, "sha256": hex, "display_name": null, "title": null,
-            "description": hex, "mime_type": null, "annotations": null, "description_text": null});
+        let item = |name: &str| {
+            json!({"name": name, "sha256": hex, "title": null, "description": null,
+            "arguments": hex, "description_text": "say \"hi\"\n"})
+        };
+        let resource = |name: &str| {
+            json!({"name": name, "sha256": hex, "display_name": null, "title": null,
+            "description": hex, "mime_type": null, "annotations": null, "description_text": null})
+        };
         let check = json!({
             "target": rich["target"].clone(), "era": "modern", "protocol_version": "2025-11-25",
             "server": {"name": "s", "version": null},
@@ -814,8 +820,14 @@ pub(crate) mod tests {
         ] {
             out.push((kind, envelope(kind, fields, FORMAT, key)));
         }
-        out.push((BlockKind::Probe, envelope(BlockKind::Probe, probe_fields, FORMAT_V1, key)));
-        out.push((BlockKind::Client, envelope(BlockKind::Client, client, FORMAT_V1, key)));
+        out.push((
+            BlockKind::Probe,
+            envelope(BlockKind::Probe, probe_fields, FORMAT_V1, key),
+        ));
+        out.push((
+            BlockKind::Client,
+            envelope(BlockKind::Client, client, FORMAT_V1, key),
+        ));
         out
     }
 
@@ -873,10 +885,37 @@ pub(crate) mod tests {
     /// Member names a mutation adds: nested ones, every kind's top-level ones, and keys that
     /// are no field's.
     const NAMES: &[&str] = &[
-        "count", "name", "code", "signal", "pid", "error", "exit", "sha256", "id", "url", "client",
-        "session", "surface", "http", "expected", "era", "verdict", "bound", "kind", "format",
-        "results", "counts", "log", "domains", "tools", "command", "program_sha256_source",
-        "zz", "a\"b", "😀", "",
+        "count",
+        "name",
+        "code",
+        "signal",
+        "pid",
+        "error",
+        "exit",
+        "sha256",
+        "id",
+        "url",
+        "client",
+        "session",
+        "surface",
+        "http",
+        "expected",
+        "era",
+        "verdict",
+        "bound",
+        "kind",
+        "format",
+        "results",
+        "counts",
+        "log",
+        "domains",
+        "tools",
+        "command",
+        "program_sha256_source",
+        "zz",
+        "a\"b",
+        "😀",
+        "",
     ];
 
     fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
@@ -941,11 +980,19 @@ pub(crate) mod tests {
     #[test]
     fn the_one_pass_answers_as_the_reference_on_many_mutated_and_re_signed_blocks() {
         use std::collections::BTreeMap;
-        let keys = [SigningKey::from_bytes(&[1u8; 32]), SigningKey::from_bytes(&[2u8; 32])];
+        let keys = [
+            SigningKey::from_bytes(&[1u8; 32]),
+            SigningKey::from_bytes(&[2u8; 32]),
+        ];
         let bases: Vec<(BlockKind, Map<String, Value>)> = corpus_bases(&keys[0]);
         for (kind, b) in &bases {
             let line = sign(b.clone(), &keys[0]);
-            assert_eq!(check_line(&line).map(|c| c.kind), Ok(*kind), "{}", String::from_utf8_lossy(&line));
+            assert_eq!(
+                check_line(&line).map(|c| c.kind),
+                Ok(*kind),
+                "{}",
+                String::from_utf8_lossy(&line)
+            );
         }
         let serve_log = br#"{"dir":"in","msg":{"id":0,"jsonrpc":"2.0","method":"initialize"},"ts":"2026-12-02T18:07:21.326+00:00"}"#;
         let mut seed: u64 = 0x5851_f42d_4c95_7f2d;
@@ -1054,9 +1101,15 @@ pub(crate) mod tests {
             "hash_mismatch",
             "bad_signature",
         ] {
-            assert!(outcomes.get(code).is_some_and(|n| *n >= 20), "{code}: {outcomes:?}");
+            assert!(
+                outcomes.get(code).is_some_and(|n| *n >= 20),
+                "{code}: {outcomes:?}"
+            );
         }
-        assert!(outcomes["ok"] > 2000 && shortcuts > 4000, "{shortcuts} shortcuts, {outcomes:?}");
+        assert!(
+            outcomes["ok"] > 2000 && shortcuts > 4000,
+            "{shortcuts} shortcuts, {outcomes:?}"
+        );
     }
 
     /// The reference's answer to "canonical, of a known format and kind, and of its kind's

@@ -89,7 +89,7 @@ pub fn key_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     // Decided at the first differing byte when either side is ASCII there (both then stand
     // at a character boundary, and an ASCII unit sorts below any other in UTF-16 too) or when
     // one key is a prefix of the other; the whole keys are looked at only otherwise.
-    let same = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let same = common_prefix(a, b);
     match (a.get(same), b.get(same)) {
         (None, _) | (_, None) => return a.len().cmp(&b.len()),
         (Some(x), Some(y)) if x.is_ascii() || y.is_ascii() => return x.cmp(y),
@@ -99,6 +99,46 @@ pub fn key_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
         (Ok(a), Ok(b)) => super::canonical::key_order(a, b),
         _ => a.cmp(b),
     }
+}
+
+/// `key_order(a, b)` for a key `b` given as text, as every field name is: when `b` is
+/// ASCII this is plain byte order (at the first difference `b`'s byte is ASCII, or one key
+/// is a prefix of the other), which needs no look at where the keys differ.
+pub fn key_order_str(a: &[u8], b: &str) -> std::cmp::Ordering {
+    if b.is_ascii() {
+        byte_order(a, b.as_bytes())
+    } else {
+        key_order(a, b.as_bytes())
+    }
+}
+
+/// Byte order of two keys, decided at the first byte when they differ there (as names mostly
+/// do) without a call to compare the rest.
+#[inline]
+pub fn byte_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    match a.first().cmp(&b.first()) {
+        std::cmp::Ordering::Equal => a.cmp(b),
+        other => other,
+    }
+}
+
+/// How many bytes `a` and `b` start with in common, compared eight at a time.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let word = |s: &[u8]| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&s[i..i + 8]);
+            u64::from_le_bytes(w)
+        };
+        let diff = word(a) ^ word(b);
+        if diff != 0 {
+            return i + (diff.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + a[i..n].iter().zip(&b[i..n]).take_while(|(x, y)| x == y).count()
 }
 
 /// Checks `line` (without its newline) and lists its top-level members.
@@ -351,7 +391,11 @@ impl<'a> Scanner<'a> {
 /// value nested `depth` levels deep in a line (`None` where `scan` would stop). For the
 /// one-pass check of `kind::one_pass`, which hands the foreign JSON of a block to this.
 pub(crate) fn value_end(b: &[u8], i: usize, depth: usize) -> Option<usize> {
-    let mut s = Scanner { b, i, top: Vec::new() };
+    let mut s = Scanner {
+        b,
+        i,
+        top: Vec::new(),
+    };
     // `scan` collects members only at depth 0; nothing nested is collected.
     s.value(depth.max(1)).ok()?;
     Some(s.i)
@@ -360,7 +404,11 @@ pub(crate) fn value_end(b: &[u8], i: usize, depth: usize) -> Option<usize> {
 /// The canonical string starting at `b[i]`: its content unescaped and where it ends, as
 /// `scan` reads a string (`None` where `scan` would stop).
 pub(crate) fn string_at(b: &[u8], i: usize) -> Option<(Cow<'_, [u8]>, usize)> {
-    let mut s = Scanner { b, i, top: Vec::new() };
+    let mut s = Scanner {
+        b,
+        i,
+        top: Vec::new(),
+    };
     let text = s.string().ok()?;
     Some((text, s.i))
 }
@@ -504,7 +552,9 @@ impl<'a> Raw<'a> {
             if b.get(i) != Some(&b'"') {
                 return null;
             }
-            let Some(key_end) = string_end(b, i) else { return null };
+            let Some(key_end) = string_end(b, i) else {
+                return null;
+            };
             let inner = &b[i + 1..key_end - 1];
             let k = match inner.contains(&b'\\') {
                 false => Some(Cow::Borrowed(inner)),
@@ -516,7 +566,7 @@ impl<'a> Raw<'a> {
             }
             let start = key_end + 1;
             let Some(end) = skip(b, start) else { return null };
-            match key_order(&k, key.as_bytes()) {
+            match key_order_str(&k, key) {
                 std::cmp::Ordering::Equal => return Raw(&b[start..end]),
                 std::cmp::Ordering::Greater => return null,
                 std::cmp::Ordering::Less => {}
@@ -637,6 +687,16 @@ mod tests {
             "\u{100}",
             "\u{7ff}",
             "\u{800}",
+            // Past the first eight bytes, compared a word at a time.
+            "abcdefgh",
+            "abcdefghij",
+            "abcdefghik",
+            "abcdefgh\u{e000}",
+            "abcdefgh😀",
+            "abcdefghijklmnopq",
+            "abcdefghijklmnopr",
+            "abcdefghijklmnop",
+            "abcdefgé",
         ];
         for a in keys {
             for b in keys {
@@ -644,6 +704,11 @@ mod tests {
                     key_order(a.as_bytes(), b.as_bytes()),
                     a.encode_utf16().cmp(b.encode_utf16()),
                     "{a:?} against {b:?}"
+                );
+                assert_eq!(
+                    key_order_str(a.as_bytes(), b),
+                    a.encode_utf16().cmp(b.encode_utf16()),
+                    "{a:?} against {b:?} given as text"
                 );
             }
         }

@@ -125,13 +125,19 @@ impl BlockKind {
         if block.at("format").str().as_deref() == Some(super::block::FORMAT_V1) {
             v1_holds_no_v2_field(block)?;
         }
+        // A digest field matches when it is the lower-case hex of the digest: decoding it
+        // (only lower-case hex decodes) and comparing bytes says the same as encoding.
+        let matches = |field: Raw<'_>, bytes: &[u8]| {
+            let digest: [u8; 32] = Sha256::digest(bytes).into();
+            field
+                .str()
+                .is_some_and(|s| crate::hex::decode_exact::<32>(&s) == Some(digest))
+        };
         let target = View::of(block.at("target"));
-        let id = sha256_hex(&(spec.identity)(&target));
-        if target.at("id").str().as_deref() != Some(id.as_str()) {
+        if !matches(target.at("id"), &(spec.identity)(&target)) {
             return Err(BlockError::Digest("target.id"));
         }
-        let observation = sha256_hex(&(spec.observation)(block));
-        if block.at("observation_sha256").str().as_deref() != Some(observation.as_str()) {
+        if !matches(block.at("observation_sha256"), &(spec.observation)(block)) {
             return Err(BlockError::Digest("observation_sha256"));
         }
         (spec.rules)(block).map_err(|(path, problem)| BlockError::Field(path, problem))
@@ -196,7 +202,7 @@ impl<'a> View<'a> {
     pub fn at(&self, key: &str) -> Raw<'a> {
         // Members of a canonical object are in key order.
         self.members
-            .binary_search_by(|(k, _)| crate::evidence::canonical_scan::key_order(k, key.as_bytes()))
+            .binary_search_by(|(k, _)| crate::evidence::canonical_scan::key_order_str(k, key))
             .map_or(Raw(b"null"), |i| self.members[i].1)
     }
 }
@@ -205,7 +211,9 @@ impl<'a> View<'a> {
 pub(crate) fn object(members: &[(&str, &[u8])]) -> Vec<u8> {
     let mut sorted = members.to_vec();
     sorted.sort_by(|a, b| a.0.cmp(b.0));
-    let mut out = vec![b'{'];
+    let size = sorted.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>();
+    let mut out = Vec::with_capacity(size + 2);
+    out.push(b'{');
     for (i, (k, v)) in sorted.iter().enumerate() {
         if i > 0 {
             out.push(b',');

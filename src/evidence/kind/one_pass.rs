@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use super::shape::{Field, Shape, Syntax};
 use super::{BlockKind, ENVELOPE, View};
 use crate::evidence::canonical::MAX_SAFE_INTEGER;
-use crate::evidence::canonical_scan::{self, Raw};
+use crate::evidence::canonical_scan::{self, Raw, byte_order};
 use crate::evidence::find;
 
 /// Nesting deeper than this is refused by `canonical_scan::scan` too.
@@ -225,7 +225,7 @@ pub fn read(line: &[u8]) -> Option<Read<'_>> {
     loop {
         let start = i;
         let (key, after) = plain_string(line, i)?;
-        while cursor < schema.top.len() && schema.top[cursor].name.as_bytes() < key {
+        while cursor < schema.top.len() && byte_order(schema.top[cursor].name.as_bytes(), key).is_lt() {
             cursor += 1;
         }
         let field = schema.top.get(cursor).filter(|f| f.name.as_bytes() == key)?;
@@ -386,7 +386,7 @@ fn object(obj: &Obj, b: &[u8], i: usize, depth: usize) -> Option<usize> {
         let mut cursor = 0usize;
         loop {
             let (key, after) = plain_string(b, j)?;
-            while cursor < obj.fields.len() && obj.fields[cursor].0 < key {
+            while cursor < obj.fields.len() && byte_order(obj.fields[cursor].0, key).is_lt() {
                 cursor += 1;
             }
             let (name, node) = obj.fields.get(cursor)?;

@@ -395,22 +395,22 @@ pub fn identity(target: &View<'_>) -> Vec<u8> {
 
 /// What `observation_sha256` digests: what was observed, without when or how fast.
 fn observation(b: &View<'_>) -> Vec<u8> {
-    let target = View::of(b.at("target"));
+    // Members are read in place (`Raw::find`), without listing the objects they are in.
+    let target = b.at("target");
     let pick = |v: Raw<'_>, keys: &[&'static str]| -> Vec<u8> {
         if v.is_null() {
             return b"null".to_vec();
         }
-        let view = View::of(v);
-        let members: Vec<(&str, &[u8])> = keys.iter().map(|k| (*k, view.at(k).0)).collect();
+        let members: Vec<(&str, &[u8])> = keys.iter().map(|k| (*k, v.find(k).0)).collect();
         object(&members)
     };
     let tools = pick(b.at("tools"), &["count", "names"]);
     let call = pick(b.at("call"), &["tool", "outcome", "result_sha256"]);
     let reasons = b.at("reasons").items().unwrap_or_default();
-    let codes: Vec<Raw<'_>> = reasons.iter().map(|r| View::of(*r).at("code")).collect();
+    let codes: Vec<Raw<'_>> = reasons.iter().map(|r| r.find("code")).collect();
     let codes = array(codes.iter().map(|c| c.0));
     let mut members: Vec<(&str, &[u8])> = vec![
-        ("program_sha256", target.at("program_sha256").0),
+        ("program_sha256", target.find("program_sha256").0),
         ("era", b.at("era").0),
         ("protocol_version", b.at("protocol_version").0),
         ("server", b.at("server").0),
