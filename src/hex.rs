@@ -17,11 +17,24 @@ pub fn decode_exact<const N: usize>(text: &str) -> Option<[u8; N]> {
     if bytes.len() != N * 2 {
         return None;
     }
+    // A table, and one test at the end: verify decodes four digests and a signature a block.
+    const NIBBLES: [u8; 256] = {
+        let mut t = [0xffu8; 256];
+        let mut c = 0;
+        while c < 16 {
+            t[b"0123456789abcdef"[c] as usize] = c as u8;
+            c += 1;
+        }
+        t
+    };
     let mut out = [0u8; N];
-    for (i, pair) in bytes.chunks_exact(2).enumerate() {
-        out[i] = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+    let mut bad = 0u8;
+    for (o, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+        let (high, low) = (NIBBLES[pair[0] as usize], NIBBLES[pair[1] as usize]);
+        bad |= high | low;
+        *o = (high << 4) | (low & 0x0f);
     }
-    Some(out)
+    (bad & 0xf0 == 0).then_some(out)
 }
 
 /// Whether every character is a lower-case hex digit (an empty text is).
@@ -69,7 +82,7 @@ mod tests {
     fn the_word_at_a_time_hex_check_agrees_with_the_byte_check_on_every_byte() {
         for c in 0..=255u8 {
             for at in 0..20 {
-                let mut b = vec![b'7'; 20];
+                let mut b = [b'7'; 20];
                 b[at] = c;
                 for len in [at + 1, 8, 16, 20] {
                     let slice = &b[..len.max(at + 1)];
@@ -80,6 +93,24 @@ mod tests {
                         slice.len()
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn decoding_refuses_every_byte_but_lower_case_hex_digits() {
+        for c in 0..=255u8 {
+            for at in 0..4 {
+                let mut text = *b"0a1b";
+                text[at] = c;
+                let Ok(s) = std::str::from_utf8(&text) else {
+                    continue;
+                };
+                let by_bytes = text
+                    .chunks(2)
+                    .map(|p| Some((nibble(p[0])? << 4) | nibble(p[1])?))
+                    .collect::<Option<Vec<u8>>>();
+                assert_eq!(decode_exact::<2>(s).map(|d| d.to_vec()), by_bytes, "{s:?}");
             }
         }
     }

@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use super::shape::{Field, Shape, Syntax};
 use super::{BlockKind, ENVELOPE, View};
 use crate::evidence::canonical::MAX_SAFE_INTEGER;
-use crate::evidence::canonical_scan::{self, Raw, byte_order};
+use crate::evidence::canonical_scan::{self, Raw};
 use crate::evidence::find;
 
 /// Nesting deeper than this is refused by `canonical_scan::scan` too.
@@ -45,10 +45,82 @@ enum Node {
     OneOf(Vec<Node>),
 }
 
+/// A field name, with its first eight bytes as one number for comparing keys to it.
+#[derive(Debug, Clone, Copy)]
+struct Name {
+    head: u64,
+    bytes: &'static [u8],
+}
+
+impl Name {
+    fn of(name: &'static str) -> Name {
+        let bytes = name.as_bytes();
+        let mut head = 0u64;
+        for (i, &c) in bytes.iter().take(8).enumerate() {
+            head |= u64::from(c) << (56 - 8 * i);
+        }
+        Name { head, bytes }
+    }
+}
+
+/// A key of the line: its bytes (plain: no escape, no control character) and the same
+/// number of its first eight bytes, zero-padded.
+#[derive(Clone, Copy)]
+struct Key<'a> {
+    head: u64,
+    bytes: &'a [u8],
+}
+
+impl<'a> Key<'a> {
+    /// The key whose bytes are `b[start..start + len]`.
+    fn at(b: &'a [u8], start: usize, len: usize) -> Key<'a> {
+        let bytes = &b[start..start + len];
+        let word = match b.get(start..start + 8) {
+            Some(w) => {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(w);
+                u64::from_be_bytes(a)
+            }
+            None => {
+                let mut w = 0u64;
+                for (i, &c) in bytes.iter().take(8).enumerate() {
+                    w |= u64::from(c) << (56 - 8 * i);
+                }
+                w
+            }
+        };
+        let head = if len >= 8 {
+            word
+        } else {
+            word & !(u64::MAX >> (8 * len))
+        };
+        Key { head, bytes }
+    }
+
+    /// Whether `name` sorts before this key (byte order). Names and plain keys hold no zero
+    /// byte, so equal heads of keys both at most eight bytes long differ only in length.
+    fn after(self, name: &Name) -> bool {
+        match name.head.cmp(&self.head) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Equal if name.bytes.len() <= 8 && self.bytes.len() <= 8 => {
+                name.bytes.len() < self.bytes.len()
+            }
+            std::cmp::Ordering::Equal => name.bytes < self.bytes,
+        }
+    }
+
+    fn is(self, name: &Name) -> bool {
+        name.head == self.head
+            && name.bytes.len() == self.bytes.len()
+            && (name.bytes.len() <= 8 || name.bytes == self.bytes)
+    }
+}
+
 #[derive(Debug)]
 struct Obj {
     /// Fields in key order (their names are ASCII: byte order is JCS order).
-    fields: Vec<(&'static [u8], Node)>,
+    fields: Vec<(Name, Node)>,
     /// Bit `n`: `fields[n]` is required.
     required: u64,
 }
@@ -58,6 +130,7 @@ struct Obj {
 #[derive(Debug)]
 struct TopField {
     name: &'static str,
+    key: Name,
     /// Bit `k`: `BlockKind::ALL[k]`.
     kinds: u8,
     alternatives: Vec<(u8, Node)>,
@@ -105,7 +178,7 @@ fn compile_object(fields: &[Field]) -> Option<Obj> {
         if f.required {
             required |= 1 << n;
         }
-        out.push((f.name.as_bytes(), compile(&f.shape)?));
+        out.push((Name::of(f.name), compile(&f.shape)?));
     }
     Some(Obj {
         fields: out,
@@ -153,6 +226,7 @@ fn compile_schema() -> Option<Schema> {
             .collect::<Option<_>>()?;
         top.push(TopField {
             name,
+            key: Name::of(name),
             kinds,
             alternatives,
         });
@@ -225,10 +299,11 @@ pub fn read(line: &[u8]) -> Option<Read<'_>> {
     loop {
         let start = i;
         let (key, after) = plain_string(line, i)?;
-        while cursor < schema.top.len() && byte_order(schema.top[cursor].name.as_bytes(), key).is_lt() {
+        let key = Key::at(line, i + 1, key.len());
+        while cursor < schema.top.len() && key.after(&schema.top[cursor].key) {
             cursor += 1;
         }
-        let field = schema.top.get(cursor).filter(|f| f.name.as_bytes() == key)?;
+        let field = schema.top.get(cursor).filter(|f| key.is(&f.key))?;
         let n = cursor;
         cursor += 1;
         possible &= field.kinds;
@@ -252,7 +327,7 @@ pub fn read(line: &[u8]) -> Option<Read<'_>> {
         }
         let end = end?;
         possible = fitting;
-        if key == b"kind" {
+        if key.bytes == b"kind" {
             let (name, _) = plain_string(line, value)?;
             let k = BlockKind::ALL.iter().position(|k| k.name().as_bytes() == name)?;
             possible &= 1 << k;
@@ -386,11 +461,12 @@ fn object(obj: &Obj, b: &[u8], i: usize, depth: usize) -> Option<usize> {
         let mut cursor = 0usize;
         loop {
             let (key, after) = plain_string(b, j)?;
-            while cursor < obj.fields.len() && byte_order(obj.fields[cursor].0, key).is_lt() {
+            let key = Key::at(b, j + 1, key.len());
+            while cursor < obj.fields.len() && key.after(&obj.fields[cursor].0) {
                 cursor += 1;
             }
             let (name, node) = obj.fields.get(cursor)?;
-            if *name != key || b.get(after) != Some(&b':') {
+            if !key.is(name) || b.get(after) != Some(&b':') {
                 return None;
             }
             seen |= 1 << cursor;
@@ -435,6 +511,38 @@ fn array(item: &Node, max: Option<usize>, b: &[u8], i: usize, depth: usize) -> O
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_compare_to_names_in_byte_order() {
+        let names = [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "abcdefg",
+            "abcdefgh",
+            "abcdefghi",
+            "abcdefghij",
+            "abcdefgi",
+            "b",
+            "era",
+            "era_detection",
+            "description",
+            "description_text",
+            "z",
+        ];
+        for n in names {
+            let name = Name::of(n);
+            for k in names {
+                // A key inside a longer line and at its very end.
+                for line in [format!("\"{k}\":null,\"x\":1}}"), format!("\"{k}")] {
+                    let key = Key::at(line.as_bytes(), 1, k.len());
+                    assert_eq!(key.after(&name), n.as_bytes() < k.as_bytes(), "{n:?} < {k:?}");
+                    assert_eq!(key.is(&name), n == k, "{n:?} == {k:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn every_table_compiles() {
