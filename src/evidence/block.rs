@@ -264,7 +264,8 @@ fn check(line: &[u8], cache: &mut KeyCache, signature: bool) -> Result<Checked, 
     }
     // A good block is read once, canonical form and shape together; anything else (or
     // anything that pass cannot tell) is decided, and named, by the reference path.
-    if let Some(read) = kind::one_pass::read(line) {
+    let mut read = kind::one_pass::Read::new(line);
+    if kind::one_pass::read_into(&mut read) {
         let view = read.view();
         read.kind.check_beyond_shape(&view)?;
         let digest = || unsigned_digest(line, read.members());

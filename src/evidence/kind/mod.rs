@@ -209,12 +209,26 @@ impl<'a> View<'a> {
 
 /// The canonical bytes of an object of these members (ASCII keys, canonical values).
 pub(crate) fn object(members: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut sorted = members.to_vec();
-    sorted.sort_by(|a, b| a.0.cmp(b.0));
-    let size = sorted.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>();
+    // Sorted in place through their indexes when few (as every kind's are): nothing allocated
+    // but the output.
+    const FEW: usize = 16;
+    let mut order = [0usize; FEW];
+    let mut many = Vec::new();
+    let order: &mut [usize] = if members.len() <= FEW {
+        &mut order[..members.len()]
+    } else {
+        many.resize(members.len(), 0);
+        &mut many
+    };
+    for (n, o) in order.iter_mut().enumerate() {
+        *o = n;
+    }
+    order.sort_by(|&a, &b| members[a].0.cmp(members[b].0));
+    let sorted = order.iter().map(|&n| members[n]);
+    let size = members.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>();
     let mut out = Vec::with_capacity(size + 2);
     out.push(b'{');
-    for (i, (k, v)) in sorted.iter().enumerate() {
+    for (i, (k, v)) in sorted.enumerate() {
         if i > 0 {
             out.push(b',');
         }

@@ -276,21 +276,39 @@ impl<'a> Read<'a> {
     }
 }
 
+impl<'a> Read<'a> {
+    /// A place for `read_into` to fill.
+    pub fn new(line: &'a [u8]) -> Read<'a> {
+        Read {
+            kind: BlockKind::Probe,
+            line,
+            count: 0,
+            members: [Member::default(); MAX_MEMBERS],
+        }
+    }
+}
+
 /// Whether `line` (without its newline) is a canonical block of a known format and kind
 /// that fits its kind's shape; `None` when it is not or when this pass cannot tell (the
 /// reference path then decides, and names what is wrong).
 pub fn read(line: &[u8]) -> Option<Read<'_>> {
+    let mut out = Read::new(line);
+    read_into(&mut out).then_some(out)
+}
+
+/// `read` into a `Read` of the caller's (its member list, some kilobytes, is not moved).
+pub fn read_into(out: &mut Read<'_>) -> bool {
+    out.count = 0;
+    fill(out).is_some()
+}
+
+fn fill(out: &mut Read<'_>) -> Option<()> {
+    let line = out.line;
     let schema = schema()?;
     std::str::from_utf8(line).ok()?;
     if line.first() != Some(&b'{') {
         return None;
     }
-    let mut out = Read {
-        kind: BlockKind::Probe,
-        line,
-        count: 0,
-        members: [Member::default(); MAX_MEMBERS],
-    };
     let all_kinds: u8 = (1 << BlockKind::ALL.len()) - 1;
     let mut possible = all_kinds;
     let mut seen = 0u64;
@@ -358,7 +376,7 @@ pub fn read(line: &[u8]) -> Option<Read<'_>> {
         return None;
     }
     out.kind = BlockKind::ALL[k];
-    Some(out)
+    Some(())
 }
 
 /// A string without escapes or control characters (every field name and kind name is one)
