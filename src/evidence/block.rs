@@ -269,7 +269,8 @@ fn check(line: &[u8], cache: &mut KeyCache, signature: bool) -> Result<Checked, 
         let view = read.view();
         read.kind.check_beyond_shape(&view)?;
         let digest = || unsigned_digest(line, read.members());
-        return finish(&view, read.kind, digest, cache, signature);
+        let envelope = Envelope::of_members(line, read.members());
+        return finish(envelope, read.kind, digest, cache, signature);
     }
     check_reference(line, cache, signature)
 }
@@ -344,24 +345,86 @@ pub(crate) fn check_reference(
         }
         hasher.finalize().into()
     };
-    finish(&view, kind, digest, cache, signature)
+    finish(Envelope::of(&view), kind, digest, cache, signature)
 }
 
 /// The checks after the shape and digests: the key, the hash, the signature; and what the
 /// chain needs of the block.
+/// The envelope members `finish` reads.
+#[derive(Clone, Copy)]
+struct Envelope<'a> {
+    key: Raw<'a>,
+    seq: Raw<'a>,
+    hash: Raw<'a>,
+    sig: Raw<'a>,
+    prev: Raw<'a>,
+    file_id: Raw<'a>,
+    observed_at: Raw<'a>,
+    target: Raw<'a>,
+    observation_sha256: Raw<'a>,
+}
+
+impl<'a> Envelope<'a> {
+    /// Looked up in a view (`null` when absent).
+    fn of(view: &View<'a>) -> Envelope<'a> {
+        Envelope {
+            key: view.at("key"),
+            seq: view.at("seq"),
+            hash: view.at("hash"),
+            sig: view.at("sig"),
+            prev: view.at("prev"),
+            file_id: view.at("file_id"),
+            observed_at: view.at("observed_at"),
+            target: view.at("target"),
+            observation_sha256: view.at("observation_sha256"),
+        }
+    }
+
+    /// The same, read off a one-pass member list in one go.
+    fn of_members(line: &'a [u8], members: &[kind::one_pass::Member]) -> Envelope<'a> {
+        let null = Raw(b"null");
+        let mut e = Envelope {
+            key: null,
+            seq: null,
+            hash: null,
+            sig: null,
+            prev: null,
+            file_id: null,
+            observed_at: null,
+            target: null,
+            observation_sha256: null,
+        };
+        for m in members {
+            let v = Raw(&line[m.value..m.end]);
+            match m.name {
+                "key" => e.key = v,
+                "seq" => e.seq = v,
+                "hash" => e.hash = v,
+                "sig" => e.sig = v,
+                "prev" => e.prev = v,
+                "file_id" => e.file_id = v,
+                "observed_at" => e.observed_at = v,
+                "target" => e.target = v,
+                "observation_sha256" => e.observation_sha256 = v,
+                _ => {}
+            }
+        }
+        e
+    }
+}
+
 fn finish(
-    view: &View<'_>,
+    e: Envelope<'_>,
     kind: BlockKind,
     digest: impl FnOnce() -> [u8; 32],
     cache: &mut KeyCache,
     signature: bool,
 ) -> Result<Checked, BlockError> {
-    let str_of = |name: &str| view.at(name).str().map(Cow::into_owned).unwrap_or_default();
-    let text_of = |name: &str| view.at(name).str().unwrap_or_default();
-    let key = cache.get(&text_of("key"))?;
-    let seq = view.at("seq").int().unwrap_or_default() as u64;
-    let hash = str_of("hash");
-    let sig = hex::decode_exact::<64>(&text_of("sig")).ok_or(BlockError::Field(
+    let string = |v: Raw<'_>| v.str().map(Cow::into_owned).unwrap_or_default();
+    let key = cache.get(&e.key.str().unwrap_or_default())?;
+    let seq = e.seq.int().unwrap_or_default() as u64;
+    let hash = string(e.hash);
+    let sig = hex::decode_exact::<64>(&e.sig.str().unwrap_or_default()).ok_or(BlockError::Field(
         "sig".into(),
         "must be 128 lower-case hex digits".into(),
     ))?;
@@ -375,19 +438,14 @@ fn finish(
     }
     Ok(Checked {
         seq,
-        prev: str_of("prev"),
+        prev: string(e.prev),
         hash,
-        file_id: str_of("file_id"),
+        file_id: string(e.file_id),
         key,
         kind,
-        observed_at: str_of("observed_at"),
-        target_id: view
-            .at("target")
-            .find("id")
-            .str()
-            .map(Cow::into_owned)
-            .unwrap_or_default(),
-        observation_sha256: view.at("observation_sha256").str().map(Cow::into_owned),
+        observed_at: string(e.observed_at),
+        target_id: string(e.target.find("id")),
+        observation_sha256: e.observation_sha256.str().map(Cow::into_owned),
     })
 }
 

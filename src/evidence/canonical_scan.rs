@@ -539,41 +539,54 @@ impl<'a> Raw<'a> {
         }
     }
 
-    /// An object member's value, read up to that member only (members of a canonical object
-    /// are in key order): what `View::of(self).at(key)` answers, without reading the rest.
+    /// An object member's value, read in place without listing the object's members: what
+    /// `View::of(self).at(key)` answers on a canonical object.
     pub fn find(self, key: &str) -> Raw<'a> {
-        let null = Raw(b"null");
+        let mut out = [Raw(b"null")];
+        self.find_all(&[key], &mut out);
+        out[0]
+    }
+
+    /// `find` of several keys in one pass over the object: `out[n]` is the value of `keys[n]`
+    /// (`null` when absent). A key holding no `"`, `\` or control character (every field name)
+    /// is compared as the member key's bytes: a canonical key with an escape holds one of
+    /// those, so it cannot be that key; other keys are looked up the long way.
+    pub fn find_all(self, keys: &[&str], out: &mut [Raw<'a>]) {
+        out.fill(Raw(b"null"));
+        let plain = |k: &&str| !k.bytes().any(|c| c == b'"' || c == b'\\' || c < 0x20);
+        if !keys.iter().all(plain) {
+            let view = self.members().unwrap_or_default();
+            for (o, k) in out.iter_mut().zip(keys) {
+                if let Some((_, v)) = view.iter().find(|(m, _)| m.as_ref() == k.as_bytes()) {
+                    *o = *v;
+                }
+            }
+            return;
+        }
         let b = self.0;
         if b.first() != Some(&b'{') || b.get(1) == Some(&b'}') {
-            return null;
+            return;
         }
         let mut i = 1;
-        loop {
+        let mut left = keys.len();
+        while left > 0 {
             if b.get(i) != Some(&b'"') {
-                return null;
+                return;
             }
-            let Some(key_end) = string_end(b, i) else {
-                return null;
-            };
-            let inner = &b[i + 1..key_end - 1];
-            let k = match inner.contains(&b'\\') {
-                false => Some(Cow::Borrowed(inner)),
-                true => Raw(&b[i..key_end]).scanner().string().ok(),
-            };
-            let Some(k) = k else { return null };
+            let Some(key_end) = string_end(b, i) else { return };
+            let name = &b[i + 1..key_end - 1];
             if b.get(key_end) != Some(&b':') {
-                return null;
+                return;
             }
             let start = key_end + 1;
-            let Some(end) = skip(b, start) else { return null };
-            match key_order_str(&k, key) {
-                std::cmp::Ordering::Equal => return Raw(&b[start..end]),
-                std::cmp::Ordering::Greater => return null,
-                std::cmp::Ordering::Less => {}
+            let Some(end) = skip(b, start) else { return };
+            if let Some(n) = keys.iter().position(|k| k.as_bytes() == name) {
+                out[n] = Raw(&b[start..end]);
+                left -= 1;
             }
             match b.get(end) {
                 Some(b',') => i = end + 1,
-                _ => return null,
+                _ => return,
             }
         }
     }
@@ -872,10 +885,22 @@ mod tests {
                     assert_eq!(v.find(std::str::from_utf8(k).unwrap()), *x, "find {k:?}");
                     walk(*x);
                 }
-                for absent in ["", "0", "a0", "zzz", "\u{10ffff}"] {
+                for absent in ["", "0", "a0", "zzz", "\u{10ffff}", "q\"", "\u{1}"] {
                     if !fast.iter().any(|(k, _)| k.as_ref() == absent.as_bytes()) {
                         assert!(v.find(absent).is_null(), "{absent:?} is not there");
                     }
+                }
+                let keys: Vec<String> = fast
+                    .iter()
+                    .rev()
+                    .map(|(k, _)| String::from_utf8(k.to_vec()).unwrap())
+                    .chain(["zzz".to_string()])
+                    .collect();
+                let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+                let mut all = vec![Raw(b""); keys.len()];
+                v.find_all(&keys, &mut all);
+                for (k, x) in keys.iter().zip(&all) {
+                    assert_eq!(*x, v.find(k), "find_all {k:?}");
                 }
             } else if v.first() == Some(b'[') {
                 v.items().unwrap().into_iter().for_each(walk);

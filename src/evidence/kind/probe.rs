@@ -401,7 +401,10 @@ fn observation(b: &View<'_>) -> Vec<u8> {
         if v.is_null() {
             return b"null".to_vec();
         }
-        let members: Vec<(&str, &[u8])> = keys.iter().map(|k| (*k, v.find(k).0)).collect();
+        let mut values = [Raw(b"null"); 3];
+        let values = &mut values[..keys.len()];
+        v.find_all(keys, values);
+        let members: Vec<(&str, &[u8])> = keys.iter().zip(values.iter()).map(|(k, x)| (*k, x.0)).collect();
         object(&members)
     };
     let tools = pick(b.at("tools"), &["count", "names"]);
