@@ -41,7 +41,7 @@ pub struct Spec {
     /// Its fields beyond the envelope (`target` included), in the order verify checks them.
     pub fields: &'static [Field],
     /// The canonical bytes whose SHA-256 is `target.id`, from the block's `target`.
-    pub identity: fn(&View<'_>) -> Vec<u8>,
+    pub identity: fn(Raw<'_>) -> Vec<u8>,
     /// The canonical bytes whose SHA-256 is `observation_sha256`, from the block.
     pub observation: fn(&View<'_>) -> Vec<u8>,
     /// Rules beyond shape and digests: `Err((field path, problem))`.
@@ -81,7 +81,7 @@ impl BlockKind {
     /// `target.id` for a block of this kind with this `target` object.
     pub fn target_id(self, target: &Value) -> String {
         let bytes = canonical::to_bytes(target);
-        sha256_hex(&(self.spec().identity)(&View::of(Raw(&bytes))))
+        sha256_hex(&(self.spec().identity)(Raw(&bytes)))
     }
 
     /// `observation_sha256` for a block of this kind (`fields` holds at least the fields the
@@ -133,8 +133,8 @@ impl BlockKind {
                 .str()
                 .is_some_and(|s| crate::hex::decode_exact::<32>(&s) == Some(digest))
         };
-        let target = View::of(block.at("target"));
-        if !matches(target.at("id"), &(spec.identity)(&target)) {
+        let target = block.at("target");
+        if !matches(target.find("id"), &(spec.identity)(target)) {
             return Err(BlockError::Digest("target.id"));
         }
         if !matches(block.at("observation_sha256"), &(spec.observation)(block)) {

@@ -375,21 +375,33 @@ pub const SPEC: Spec = Spec {
 /// What `target.id` digests: the command, folder, variable names, era and version asked
 /// for (not the program's content), so runs of one server compare across hosts; for an HTTP
 /// server, its redacted URL and header names instead of the command, folder and variables.
-pub fn identity(target: &View<'_>) -> Vec<u8> {
-    if !target.at("url").is_null() {
+pub fn identity(target: Raw<'_>) -> Vec<u8> {
+    const KEYS: [&str; 7] = [
+        "url",
+        "headers",
+        "era",
+        "protocol_version",
+        "command",
+        "cwd",
+        "env",
+    ];
+    let mut v = [Raw(b"null"); KEYS.len()];
+    target.find_all(&KEYS, &mut v);
+    let [url, headers, era, protocol_version, command, cwd, env] = v;
+    if !url.is_null() {
         return object(&[
-            ("url", target.at("url").0),
-            ("headers", target.at("headers").0),
-            ("era", target.at("era").0),
-            ("protocol_version", target.at("protocol_version").0),
+            ("url", url.0),
+            ("headers", headers.0),
+            ("era", era.0),
+            ("protocol_version", protocol_version.0),
         ]);
     }
     object(&[
-        ("command", target.at("command").0),
-        ("cwd", target.at("cwd").0),
-        ("env", target.at("env").0),
-        ("era", target.at("era").0),
-        ("protocol_version", target.at("protocol_version").0),
+        ("command", command.0),
+        ("cwd", cwd.0),
+        ("env", env.0),
+        ("era", era.0),
+        ("protocol_version", protocol_version.0),
     ])
 }
 
@@ -432,15 +444,11 @@ fn observation(b: &View<'_>) -> Vec<u8> {
 
 /// An escapee that survived the teardown is among the survivors.
 fn rules(b: &View<'_>) -> Result<(), (String, String)> {
-    let td = View::of(b.at("teardown"));
-    let survivors = td.at("survivors").items().unwrap_or_default();
-    for (i, e) in td
-        .at("escapees")
-        .items()
-        .unwrap_or_default()
-        .into_iter()
-        .enumerate()
-    {
+    let mut td = [Raw(b"null"); 2];
+    b.at("teardown").find_all(&["survivors", "escapees"], &mut td);
+    let [survivors, escapees] = td;
+    let survivors = survivors.items().unwrap_or_default();
+    for (i, e) in escapees.items().unwrap_or_default().into_iter().enumerate() {
         let e = View::of(e);
         if e.at("ended").str().as_deref() == Some("survived") && !survivors.contains(&e.at("pid")) {
             return Err((
