@@ -93,14 +93,16 @@ impl std::fmt::Display for Unreadable {
     }
 }
 
-/// What a worker learns from one line.
+/// What a worker learns from one line: fixed-size fields, decoded there, so the in-order
+/// pass reads them in place and frees nothing a worker allocated.
 struct Summary {
     seq: u64,
-    prev: String,
-    hash: String,
-    file_id: String,
+    prev: [u8; 32],
+    hash: [u8; 32],
+    file_id: [u8; 16],
     key: VerifyingKey,
-    observed_at: String,
+    /// `observed_at` as a time (it always parses in a checked block).
+    time: Option<time::OffsetDateTime>,
     moment: [u8; 32],
 }
 
@@ -276,13 +278,20 @@ fn summarize(line: &[u8], cache: &mut block::KeyCache) -> LineResult {
             h.update(c.target_id.as_bytes());
             h.update(b"\n");
             h.update(c.observed_at.as_bytes());
+            // The check held these to their hex syntax; the errors cannot happen.
+            let hex_field = |name: &str, digits: usize| {
+                (
+                    Some(c.seq),
+                    BlockError::Field(name.into(), format!("must be {digits} lower-case hex digits")),
+                )
+            };
             Ok(Summary {
                 seq: c.seq,
-                prev: c.prev,
-                hash: c.hash,
-                file_id: c.file_id,
+                prev: crate::hex::decode_exact(&c.prev).ok_or_else(|| hex_field("prev", 64))?,
+                hash: crate::hex::decode_exact(&c.hash).ok_or_else(|| hex_field("hash", 64))?,
+                file_id: crate::hex::decode_exact(&c.file_id).ok_or_else(|| hex_field("file_id", 32))?,
                 key: c.key,
-                observed_at: c.observed_at,
+                time: crate::clock::parse(&c.observed_at),
                 moment: h.finalize().into(),
             })
         }
@@ -304,8 +313,8 @@ struct Chain<'e> {
     path: PathBuf,
     expect: &'e Expectations,
     checked: u64,
-    prev_hash: String,
-    file_id: Option<String>,
+    prev_hash: [u8; 32],
+    file_id: Option<[u8; 16]>,
     last_time: Option<time::OffsetDateTime>,
     backwards: u64,
     moments: HashSet<[u8; 32]>,
@@ -330,7 +339,7 @@ impl<'e> Chain<'e> {
             path: path.to_path_buf(),
             expect,
             checked: 0,
-            prev_hash: GENESIS_PREV.to_string(),
+            prev_hash: crate::hex::decode_exact(GENESIS_PREV).unwrap_or_default(),
             file_id: None,
             last_time: None,
             backwards: 0,
@@ -385,11 +394,12 @@ impl<'e> Chain<'e> {
             return self.fail(Some(s.seq), "broken_link", msg);
         }
         match &self.file_id {
-            None => self.file_id = Some(s.file_id.clone()),
+            None => self.file_id = Some(s.file_id),
             Some(id) if *id != s.file_id => {
                 let msg = format!(
-                    "file_id {} differs from the file's ({id}): this block comes from another file",
-                    s.file_id
+                    "file_id {} differs from the file's ({}): this block comes from another file",
+                    crate::hex::encode(&s.file_id),
+                    crate::hex::encode(id)
                 );
                 return self.fail(Some(s.seq), "foreign_block", msg);
             }
@@ -406,7 +416,7 @@ impl<'e> Chain<'e> {
             let msg = "a block with the same target and observed_at is already in the file".to_string();
             return self.fail(Some(s.seq), "duplicate", msg);
         }
-        if let Some(t) = crate::clock::parse(&s.observed_at) {
+        if let Some(t) = s.time {
             if self.last_time.is_some_and(|last| t < last) {
                 self.backwards += 1;
                 if self.backwards == 1 {
@@ -420,7 +430,7 @@ impl<'e> Chain<'e> {
             self.keys.push(s.key);
         }
         if let Some(head) = &self.expect.head
-            && s.hash.starts_with(head.as_str())
+            && crate::hex::encode(&s.hash).starts_with(head.as_str())
         {
             self.head_found = true;
             self.head_matches += 1;
@@ -484,7 +494,7 @@ impl<'e> Chain<'e> {
             self.warnings.push("the file holds no blocks".to_string());
         }
         Report {
-            head: (self.checked > 0).then(|| (self.checked, self.prev_hash.clone())),
+            head: (self.checked > 0).then(|| (self.checked, crate::hex::encode(&self.prev_hash))),
             path: self.path,
             blocks: self.checked,
             broken: self.broken,
