@@ -480,6 +480,13 @@ impl<'a> Raw<'a> {
         if self.first() != Some(b'"') {
             return None;
         }
+        // The usual case, without the scanner: the whole value is one string with no escape
+        // or control character (what the scanner would read, and all it would read).
+        if let [b'"', inner @ .., b'"'] = self.0
+            && super::find::string_stop(inner).is_none()
+        {
+            return std::str::from_utf8(inner).ok().map(Cow::Borrowed);
+        }
         let mut s = self.scanner();
         match s.string().ok()? {
             Cow::Borrowed(b) => std::str::from_utf8(b).ok().map(Cow::Borrowed),
@@ -868,6 +875,11 @@ mod tests {
         assert_eq!(Raw(b"{1:2}").members(), None);
         assert_eq!(Raw(b"{\"").members(), None);
         assert_eq!(Raw(b"\"x").str(), None);
+        assert_eq!(Raw(b"\"").str(), None);
+        assert_eq!(Raw(b"\"\"").str().as_deref(), Some(""));
+        assert_eq!(Raw(b"\"a\"b\"").str().as_deref(), Some("a"));
+        assert_eq!(Raw(b"\"a\\\"b\"").str().as_deref(), Some("a\"b"));
+        assert_eq!(Raw(b"\"a\x01\"").str(), None);
     }
 
     #[test]
