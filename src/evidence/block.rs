@@ -184,7 +184,7 @@ impl fmt::Display for BlockError {
 }
 
 /// The parts of a checked block that the chain and de-duplication rules need.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Checked {
     pub seq: u64,
     pub prev: String,
@@ -262,6 +262,53 @@ fn check(line: &[u8], cache: &mut KeyCache, signature: bool) -> Result<Checked, 
     if line.len() > MAX_LINE {
         return Err(BlockError::TooLong(line.len()));
     }
+    // A good block is read once, canonical form and shape together; anything else (or
+    // anything that pass cannot tell) is decided, and named, by the reference path.
+    let mut read = kind::one_pass::Read::new(line);
+    if kind::one_pass::read_into(&mut read) {
+        let view = read.view();
+        read.kind.check_beyond_shape(&view)?;
+        let digest = || unsigned_digest(line, read.members());
+        let envelope = Envelope::of_members(line, read.members());
+        return finish(envelope, read.kind, digest, cache, signature);
+    }
+    check_reference(line, cache, signature)
+}
+
+/// SHA-256 of the canonical form without `hash` and `sig`: the line's bytes around those two
+/// members, in at most three runs (members are contiguous, one comma apart).
+fn unsigned_digest(line: &[u8], members: &[kind::one_pass::Member]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(b"{");
+    let mut run: Option<std::ops::Range<usize>> = None;
+    for m in members.iter().filter(|m| m.name != "hash" && m.name != "sig") {
+        run = match run {
+            Some(r) if r.end + 1 == m.start => Some(r.start..m.end),
+            Some(r) => {
+                hasher.update(&line[r]);
+                hasher.update(b",");
+                Some(m.start..m.end)
+            }
+            None => Some(m.start..m.end),
+        };
+    }
+    if let Some(r) = run {
+        hasher.update(&line[r]);
+    }
+    hasher.update(b"}");
+    hasher.finalize().into()
+}
+
+/// The check of a line as it was before the one pass: canonical scan, then the shape walk
+/// (its fast path first). Errors are named here.
+pub(crate) fn check_reference(
+    line: &[u8],
+    cache: &mut KeyCache,
+    signature: bool,
+) -> Result<Checked, BlockError> {
+    if line.len() > MAX_LINE {
+        return Err(BlockError::TooLong(line.len()));
+    }
     let scanned = match canonical_scan::scan(line) {
         Ok(s) => s,
         Err(e) => return Err(classify_noncanonical(line, e)),
@@ -291,20 +338,98 @@ fn check(line: &[u8], cache: &mut KeyCache, signature: bool) -> Result<Checked, 
             .collect(),
     };
     kind.check(&view)?;
-    let str_of = |name: &str| view.at(name).str().map(Cow::into_owned).unwrap_or_default();
-    let key = cache.get(&str_of("key"))?;
-    let seq = view.at("seq").int().unwrap_or_default() as u64;
-    let hash = str_of("hash");
-    let sig = hex::decode_exact::<64>(&str_of("sig")).ok_or(BlockError::Field(
+    let digest = || {
+        let mut hasher = Sha256::new();
+        for piece in scanned.unsigned().pieces(line) {
+            hasher.update(piece);
+        }
+        hasher.finalize().into()
+    };
+    finish(Envelope::of(&view), kind, digest, cache, signature)
+}
+
+/// The checks after the shape and digests: the key, the hash, the signature; and what the
+/// chain needs of the block.
+/// The envelope members `finish` reads.
+#[derive(Clone, Copy)]
+struct Envelope<'a> {
+    key: Raw<'a>,
+    seq: Raw<'a>,
+    hash: Raw<'a>,
+    sig: Raw<'a>,
+    prev: Raw<'a>,
+    file_id: Raw<'a>,
+    observed_at: Raw<'a>,
+    target: Raw<'a>,
+    observation_sha256: Raw<'a>,
+}
+
+impl<'a> Envelope<'a> {
+    /// Looked up in a view (`null` when absent).
+    fn of(view: &View<'a>) -> Envelope<'a> {
+        Envelope {
+            key: view.at("key"),
+            seq: view.at("seq"),
+            hash: view.at("hash"),
+            sig: view.at("sig"),
+            prev: view.at("prev"),
+            file_id: view.at("file_id"),
+            observed_at: view.at("observed_at"),
+            target: view.at("target"),
+            observation_sha256: view.at("observation_sha256"),
+        }
+    }
+
+    /// The same, read off a one-pass member list in one go.
+    fn of_members(line: &'a [u8], members: &[kind::one_pass::Member]) -> Envelope<'a> {
+        let null = Raw(b"null");
+        let mut e = Envelope {
+            key: null,
+            seq: null,
+            hash: null,
+            sig: null,
+            prev: null,
+            file_id: null,
+            observed_at: null,
+            target: null,
+            observation_sha256: null,
+        };
+        for m in members {
+            let v = Raw(&line[m.value..m.end]);
+            match m.name {
+                "key" => e.key = v,
+                "seq" => e.seq = v,
+                "hash" => e.hash = v,
+                "sig" => e.sig = v,
+                "prev" => e.prev = v,
+                "file_id" => e.file_id = v,
+                "observed_at" => e.observed_at = v,
+                "target" => e.target = v,
+                "observation_sha256" => e.observation_sha256 = v,
+                _ => {}
+            }
+        }
+        e
+    }
+}
+
+fn finish(
+    e: Envelope<'_>,
+    kind: BlockKind,
+    digest: impl FnOnce() -> [u8; 32],
+    cache: &mut KeyCache,
+    signature: bool,
+) -> Result<Checked, BlockError> {
+    let string = |v: Raw<'_>| v.str().map(Cow::into_owned).unwrap_or_default();
+    let key = cache.get(&e.key.str().unwrap_or_default())?;
+    let seq = e.seq.int().unwrap_or_default() as u64;
+    let hash = string(e.hash);
+    let sig = hex::decode_exact::<64>(&e.sig.str().unwrap_or_default()).ok_or(BlockError::Field(
         "sig".into(),
         "must be 128 lower-case hex digits".into(),
     ))?;
 
-    let mut hasher = Sha256::new();
-    for piece in scanned.unsigned().pieces(line) {
-        hasher.update(piece);
-    }
-    let digest: [u8; 32] = hasher.finalize().into();
+    let digest = digest();
     if hex::decode_exact::<32>(&hash) != Some(digest) {
         return Err(BlockError::HashMismatch);
     }
@@ -313,18 +438,14 @@ fn check(line: &[u8], cache: &mut KeyCache, signature: bool) -> Result<Checked, 
     }
     Ok(Checked {
         seq,
-        prev: str_of("prev"),
+        prev: string(e.prev),
         hash,
-        file_id: str_of("file_id"),
+        file_id: string(e.file_id),
         key,
         kind,
-        observed_at: str_of("observed_at"),
-        target_id: View::of(view.at("target"))
-            .at("id")
-            .str()
-            .map(Cow::into_owned)
-            .unwrap_or_default(),
-        observation_sha256: view.at("observation_sha256").str().map(Cow::into_owned),
+        observed_at: string(e.observed_at),
+        target_id: string(e.target.find("id")),
+        observation_sha256: e.observation_sha256.str().map(Cow::into_owned),
     })
 }
 
@@ -660,6 +781,455 @@ pub(crate) mod tests {
         assert_ne!(check_line(spaced).unwrap_err(), BlockError::ServeLog);
         let float = br#"{"ts":"t","dir":"out","msg":{"x":1.5}}"#;
         assert_eq!(check_line(float).unwrap_err(), BlockError::ServeLog);
+    }
+
+    /// Signs a whole block as it stands (any `format`, chain fields as given): hash and sig
+    /// over the canonical form without them, as `seal` does.
+    fn sign(mut map: Map<String, Value>, key: &SigningKey) -> Vec<u8> {
+        map.remove("hash");
+        map.remove("sig");
+        let digest: [u8; 32] = Sha256::digest(canonical::to_bytes(&Value::Object(map.clone()))).into();
+        map.insert("hash".into(), hex::encode(&digest).into());
+        map.insert("sig".into(), hex::encode(&key.sign(&digest).to_bytes()).into());
+        canonical::to_bytes(&Value::Object(map))
+    }
+
+    fn envelope(kind: BlockKind, fields: Value, format: &str, key: &SigningKey) -> Map<String, Value> {
+        let stamp = crate::clock::Stamp {
+            rfc3339: "2026-12-02T10:00:00.000+00:00".into(),
+            tz: Some("Etc/UTC".into()),
+        };
+        let mut b = super::body(kind, &stamp, "test", fields);
+        kind.refresh_digests(&mut b);
+        b.insert("format".into(), format.into());
+        b.insert("seq".into(), 1.into());
+        b.insert("prev".into(), GENESIS_PREV.into());
+        b.insert("file_id".into(), "00112233445566778899aabbccddeeff".into());
+        b.insert("key".into(), keys::public_text(&key.verifying_key()).into());
+        b
+    }
+
+    /// One good block of each kind and form: probe (minimal, rich with a surface, HTTP),
+    /// check (stdio with a session and a full surface), client; v2, and v1 where the kind
+    /// existed then.
+    fn corpus_bases(key: &SigningKey) -> Vec<(BlockKind, Map<String, Value>)> {
+        let hex = "ab".repeat(32);
+        let mut out = Vec::new();
+        let mut minimal = body("srv", "2026-12-02T10:00:00.000+00:00");
+        minimal.remove("format");
+        let probe_fields = Value::Object(minimal);
+        let rich = Value::Object(crate::evidence::kind::fits::tests::rich_block());
+        let http_target = json!({"url": "https://example.test/mcp", "transport": "streamable_http",
+            "headers": ["authorization"], "era": "modern", "protocol_version": "2025-11-25"});
+        let mut http = probe_fields.clone();
+        http["target"] = http_target.clone();
+        http["http"] = json!({"transport": "streamable_http", "auth": null,
+            "certificate_sha256": hex,
+            "connections": [{"exchanges": [{"method": "POST", "rpc_method": "initialize", "status": 200,
+                "content_type": "text/event-stream", "framing": {"length": 12},
+                "session_id": {"length": 36, "visible_ascii": true}, "location": null, "body_bytes": 12,
+                "sse": {"events": 1, "comments": 0, "priming": 0, "ids": 0, "retry_ms": null,
+                        "oversize": 0, "lf": 2, "crlf": 0, "cr": 0},
+                "ended": "reply", "error": null}],
+              "exchanges_dropped": 0, "session_id": null, "session_id_changed": false,
+              "redirects": [{"status": 307, "location": "/x"}], "delete": "accepted",
+              "delete_status": 200, "delete_error": null, "readers_left": 0}]});
+        let item = |name: &str| {
+            json!({"name": name, "sha256": hex, "title": null, "description": null,
+            "arguments": hex, "description_text": "say \"hi\"\n"})
+        };
+        let resource = |name: &str| {
+            json!({"name": name, "sha256": hex, "display_name": null, "title": null,
+            "description": hex, "mime_type": null, "annotations": null, "description_text": null})
+        };
+        let check = json!({
+            "target": rich["target"].clone(), "era": "modern", "protocol_version": "2025-11-25",
+            "server": {"name": "s", "version": null},
+            "results": [{"id": "a.b", "status": "pass", "message": "ok"},
+                        {"id": "c", "status": "warn", "message": "tab\there"}],
+            "counts": {"pass": 1, "warn": 1, "fail": 0, "skip": 0},
+            "could_not_run": null, "strict": false, "duration_ms": 12, "bound": null,
+            "session": {"stdout_bytes": 5, "stderr": {"bytes": 0, "tail": null}, "silence": null,
+                        "restarts": ["r"]},
+            "surface": {"sha256": hex, "instructions": null,
+                        "tools": rich["surface"]["tools"].clone(),
+                        "resources": {"items": [resource("file:///a")], "count": 1, "complete": true},
+                        "resource_templates": {"items": [], "count": 0, "complete": true},
+                        "prompts": {"items": [item("p")], "count": 1, "complete": false}},
+        });
+        let client = json!({
+            "target": {"client": {"name": "c", "version": "1"}}, "client": {"name": "c", "version": "1"},
+            "log": {"path": "/tmp/x.log.jsonl", "sha256": hex, "bytes": 10, "entries": 2,
+                    "session": {"index": 0, "of": 1, "first_line": 1, "last_line": 2, "era": "legacy"}},
+            "domains": [{"domain": "tools", "verdict": "reacts to list_changed", "question": 1,
+                         "why": null, "meaning": "m",
+                         "answers": [{"question": "q", "answer": "a", "evidence_line": 3,
+                                      "evidence_ts": "2026-12-02T10:00:00.000+00:00"}]}],
+            "verdict": "compliant",
+        });
+        for (kind, fields) in [
+            (BlockKind::Probe, probe_fields.clone()),
+            (BlockKind::Probe, rich),
+            (BlockKind::Probe, http),
+            (BlockKind::Check, check),
+            (BlockKind::Client, client.clone()),
+        ] {
+            out.push((kind, envelope(kind, fields, FORMAT, key)));
+        }
+        out.push((
+            BlockKind::Probe,
+            envelope(BlockKind::Probe, probe_fields, FORMAT_V1, key),
+        ));
+        out.push((
+            BlockKind::Client,
+            envelope(BlockKind::Client, client, FORMAT_V1, key),
+        ));
+        out
+    }
+
+    /// Values a mutation puts in place: of every JSON type, the words and forms the shapes
+    /// name, and the spellings near their edges.
+    fn palette(n: u64) -> Value {
+        let hex = "ab".repeat(32);
+        let all = [
+            Value::Null,
+            json!(true),
+            json!(false),
+            json!(0),
+            json!(1),
+            json!(-5),
+            json!(-2_147_483_648i64),
+            json!(4_294_967_296u64),
+            json!(9_007_199_254_740_991u64),
+            json!(9_007_199_254_740_992u64),
+            json!(1.5),
+            json!(""),
+            json!("x"),
+            json!("pass"),
+            json!("probe"),
+            json!("check"),
+            json!("client"),
+            json!(FORMAT),
+            json!(FORMAT_V1),
+            json!("legacy"),
+            json!("sigterm"),
+            json!("survived"),
+            json!("compliant"),
+            json!("-32601"),
+            json!(hex.clone()),
+            json!(hex.to_uppercase()),
+            json!("cd".repeat(16)),
+            json!(format!("ed25519:{hex}")),
+            json!("2026-12-02T10:00:00.000+00:00"),
+            json!("2026-02-30T10:00:00.000+00:00"),
+            json!("a\"b\\c\u{1}\u{7f}é😀"),
+            json!({}),
+            json!([]),
+            json!(["a"]),
+            json!([1, 2, 3, 4, 5, 6]),
+            json!({"code": 1}),
+            json!({"signal": 9}),
+            json!({"code": 1, "signal": 9}),
+            json!({"length": 3}),
+            json!({"name": "n", "version": null}),
+            json!({"count": 0, "names": []}),
+            json!({"a\"": 1, "\u{e000}": [null], "😀": {}}),
+        ];
+        all[(n as usize) % all.len()].clone()
+    }
+
+    /// Member names a mutation adds: nested ones, every kind's top-level ones, and keys that
+    /// are no field's.
+    const NAMES: &[&str] = &[
+        "count",
+        "name",
+        "code",
+        "signal",
+        "pid",
+        "error",
+        "exit",
+        "sha256",
+        "id",
+        "url",
+        "client",
+        "session",
+        "surface",
+        "http",
+        "expected",
+        "era",
+        "verdict",
+        "bound",
+        "kind",
+        "format",
+        "results",
+        "counts",
+        "log",
+        "domains",
+        "tools",
+        "command",
+        "program_sha256_source",
+        "zz",
+        "a\"b",
+        "😀",
+        "",
+    ];
+
+    fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    let k = k.replace('~', "~0").replace('/', "~1");
+                    pointers(x, format!("{at}/{k}"), out);
+                }
+            }
+            Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    pointers(x, format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+        out.push(at);
+    }
+
+    fn mutate(v: &mut Value, next: &mut dyn FnMut() -> u64) {
+        let mut all = Vec::new();
+        pointers(v, String::new(), &mut all);
+        let at = all[(next() as usize) % all.len()].clone();
+        let Some(target) = v.pointer_mut(&at) else { return };
+        match (next() % 4, target) {
+            (0, Value::Object(m)) if !m.is_empty() => {
+                let k = m.keys().nth((next() as usize) % m.len()).unwrap().clone();
+                m.remove(&k);
+            }
+            (1, Value::Object(m)) => {
+                let k = NAMES[(next() as usize) % NAMES.len()];
+                m.insert(k.into(), palette(next()));
+            }
+            (1, Value::Array(a)) => a.push(palette(next())),
+            (_, t) if !at.is_empty() => *t = palette(next()),
+            _ => {}
+        }
+    }
+
+    /// Byte edits of a line: mostly the spellings canonical form forbids.
+    fn garble(line: &mut Vec<u8>, next: &mut dyn FnMut() -> u64) {
+        let alphabet = b"{}[]\",:\\ 0123456789-.eEtrufalsn\x01\x7fabu/";
+        for _ in 0..(1 + next() % 3) {
+            let pos = (next() as usize) % (line.len() + 1);
+            let byte = alphabet[(next() as usize) % alphabet.len()];
+            match next() % 3 {
+                0 if pos < line.len() => line[pos] = byte,
+                1 => line.insert(pos, byte),
+                _ if pos < line.len() => {
+                    line.remove(pos);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Another spelling of the same value at one place in a line, each one canonical form
+    /// forbids (or, for the last few, a value at the edge of a bound).
+    fn respell(line: &mut Vec<u8>, next: &mut dyn FnMut() -> u64) {
+        const SPELLINGS: &[(&str, &str)] = &[
+            (":0", ":-0"),
+            (":0", ":00"),
+            (":0", ":0.0"),
+            (":0", ":0e0"),
+            (":1", ":01"),
+            (":1", ":1E0"),
+            (":1", ":9007199254740992"),
+            (":1", ":-9007199254740992"),
+            (":1", ":9007199254740991"),
+            (":3", ":-3"),
+            (":true", ":tru"),
+            (":null", ":nul"),
+            (":null", ":null "),
+            (":\"", ": \""),
+            (",\"", ", \""),
+            ("\\\"", "\\u0022"),
+            ("\\r", "\\u000d"),
+            ("\\r", "\\u000D"),
+            ("\\n", "\\u000a"),
+            ("/", "\\/"),
+            ("e", "\\u0065"),
+            ("a", "\\u00e1"),
+            ("\"a", "\"\\u0001"),
+            ("\"", "\"\u{1}"),
+            ("\"x", "\"\u{e9}"),
+        ];
+        let (from, to) = SPELLINGS[(next() as usize) % SPELLINGS.len()];
+        let text = String::from_utf8_lossy(line).into_owned();
+        let places: Vec<usize> = text.match_indices(from).map(|(i, _)| i).collect();
+        if places.is_empty() {
+            return;
+        }
+        let at = places[(next() as usize) % places.len()];
+        let mut out = text[..at].to_string();
+        out.push_str(to);
+        out.push_str(&text[at + from.len()..]);
+        *line = out.into_bytes();
+    }
+
+    /// The one pass is only ever a shortcut: on every line, good or broken in any way, `check`
+    /// answers exactly what the reference path (scan, shape walk, digests) answers, the same
+    /// error with the same text; and it takes the shortcut on every line whose form and shape
+    /// the reference accepts.
+    #[test]
+    fn the_one_pass_answers_as_the_reference_on_many_mutated_and_re_signed_blocks() {
+        use std::collections::BTreeMap;
+        let keys = [
+            SigningKey::from_bytes(&[1u8; 32]),
+            SigningKey::from_bytes(&[2u8; 32]),
+        ];
+        let bases: Vec<(BlockKind, Map<String, Value>)> = corpus_bases(&keys[0]);
+        for (kind, b) in &bases {
+            let line = sign(b.clone(), &keys[0]);
+            assert_eq!(
+                check_line(&line).map(|c| c.kind),
+                Ok(*kind),
+                "{}",
+                String::from_utf8_lossy(&line)
+            );
+        }
+        let serve_log = br#"{"dir":"in","msg":{"id":0,"jsonrpc":"2.0","method":"initialize"},"ts":"2026-12-02T18:07:21.326+00:00"}"#;
+        let mut seed: u64 = 0x5851_f42d_4c95_7f2d;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let (mut fast_cache, mut reference_cache) = (KeyCache::default(), KeyCache::default());
+        let mut outcomes: BTreeMap<&'static str, usize> = BTreeMap::new();
+        let mut shortcuts = 0usize;
+        for round in 0..18_000u64 {
+            let line = if round % 20 == 19 {
+                let mut line = serve_log.to_vec();
+                garble(&mut line, &mut next);
+                line
+            } else {
+                let (kind, base) = &bases[(next() as usize) % bases.len()];
+                let mut v = Value::Object(base.clone());
+                for _ in 0..(next() % 3) {
+                    mutate(&mut v, &mut next);
+                }
+                let Value::Object(mut map) = v else { unreachable!() };
+                // Mostly the digests are made right again, as a forger would.
+                if next() % 4 != 0 {
+                    let k = map
+                        .get("kind")
+                        .and_then(Value::as_str)
+                        .and_then(BlockKind::from_name)
+                        .unwrap_or(*kind);
+                    if map.get("target").is_some_and(Value::is_object) || next() % 2 == 0 {
+                        k.refresh_digests(&mut map);
+                    }
+                }
+                let mut line = sign(map, &keys[(next() % 2) as usize]);
+                match next() % 7 {
+                    0 => garble(&mut line, &mut next),
+                    2 => respell(&mut line, &mut next),
+                    // A signature or hash from elsewhere.
+                    1 => {
+                        let at = (next() as usize) % line.len();
+                        if line[at].is_ascii_hexdigit() && line[at] != b'0' {
+                            line[at] = b'0';
+                        }
+                    }
+                    _ => {}
+                }
+                line
+            };
+            let fast = check_line_with(&line, &mut fast_cache);
+            let reference = check_reference(&line, &mut reference_cache, true);
+            assert_eq!(
+                fast.as_ref().map_err(|e| (e.code(), e.to_string())),
+                reference.as_ref().map_err(|e| (e.code(), e.to_string())),
+                "round {round}: {}",
+                String::from_utf8_lossy(&line)
+            );
+            assert_eq!(fast, reference);
+            assert_eq!(
+                check_line_content(&line).map_err(|e| e.to_string()),
+                check_reference(&line, &mut KeyCache::default(), false).map_err(|e| e.to_string()),
+                "round {round}: content only"
+            );
+            // The shortcut is taken exactly when the reference finds form and shape right, and
+            // reads the members the scan reads.
+            let read = kind::one_pass::read(&line);
+            let shape_ok = shape_is_right(&line);
+            assert_eq!(
+                read.as_ref().map(|r| r.kind),
+                shape_ok.as_ref().map(|(k, _)| *k),
+                "round {round}: {}",
+                String::from_utf8_lossy(&line)
+            );
+            if let (Some(read), Some((_, scanned))) = (read, shape_ok) {
+                shortcuts += 1;
+                let ours: Vec<(&[u8], std::ops::Range<usize>, std::ops::Range<usize>)> = read
+                    .members()
+                    .iter()
+                    .map(|m| (m.name.as_bytes(), m.start..m.end, m.value..m.end))
+                    .collect();
+                let theirs: Vec<(&[u8], std::ops::Range<usize>, std::ops::Range<usize>)> = scanned
+                    .members
+                    .iter()
+                    .map(|m| (m.key.as_ref(), m.span.clone(), m.value.clone()))
+                    .collect();
+                assert_eq!(ours, theirs, "round {round}");
+            }
+            *outcomes
+                .entry(match &fast {
+                    Ok(_) => "ok",
+                    Err(e) => e.code(),
+                })
+                .or_default() += 1;
+        }
+        // Every way of going wrong was met, and good blocks often.
+        for code in [
+            "ok",
+            "not_json",
+            "not_canonical",
+            "non_integer_number",
+            "serve_log_line",
+            "bad_field",
+            "unknown_field",
+            "unknown_format",
+            "digest_mismatch",
+            "hash_mismatch",
+            "bad_signature",
+        ] {
+            assert!(
+                outcomes.get(code).is_some_and(|n| *n >= 20),
+                "{code}: {outcomes:?}"
+            );
+        }
+        assert!(
+            outcomes["ok"] > 2000 && shortcuts > 4000,
+            "{shortcuts} shortcuts, {outcomes:?}"
+        );
+    }
+
+    /// The reference's answer to "canonical, of a known format and kind, and of its kind's
+    /// shape": scan, then the walk.
+    fn shape_is_right(line: &[u8]) -> Option<(BlockKind, canonical_scan::Scanned<'_>)> {
+        let scanned = canonical_scan::scan(line).ok()?;
+        let get = |name: &str| scanned.get(line, name);
+        let format = text(get("format"), "format").ok()?;
+        if !kind::FORMATS.contains(&format.as_ref()) {
+            return None;
+        }
+        let kind = BlockKind::from_name(&text(get("kind"), "kind").ok()?)?;
+        let members: Vec<(Cow<'_, [u8]>, Raw<'_>)> = scanned
+            .members
+            .iter()
+            .map(|m| (m.key.clone(), Raw(&line[m.value.clone()])))
+            .collect();
+        let tables = [kind::ENVELOPE, kind.spec().fields];
+        kind::shape::check_members(&tables, &members, kind::shape::At::Top).ok()?;
+        Some((kind, scanned))
     }
 
     #[test]

@@ -89,7 +89,7 @@ pub fn key_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     // Decided at the first differing byte when either side is ASCII there (both then stand
     // at a character boundary, and an ASCII unit sorts below any other in UTF-16 too) or when
     // one key is a prefix of the other; the whole keys are looked at only otherwise.
-    let same = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let same = common_prefix(a, b);
     match (a.get(same), b.get(same)) {
         (None, _) | (_, None) => return a.len().cmp(&b.len()),
         (Some(x), Some(y)) if x.is_ascii() || y.is_ascii() => return x.cmp(y),
@@ -99,6 +99,46 @@ pub fn key_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
         (Ok(a), Ok(b)) => super::canonical::key_order(a, b),
         _ => a.cmp(b),
     }
+}
+
+/// `key_order(a, b)` for a key `b` given as text, as every field name is: when `b` is
+/// ASCII this is plain byte order (at the first difference `b`'s byte is ASCII, or one key
+/// is a prefix of the other), which needs no look at where the keys differ.
+pub fn key_order_str(a: &[u8], b: &str) -> std::cmp::Ordering {
+    if b.is_ascii() {
+        byte_order(a, b.as_bytes())
+    } else {
+        key_order(a, b.as_bytes())
+    }
+}
+
+/// Byte order of two keys, decided at the first byte when they differ there (as names mostly
+/// do) without a call to compare the rest.
+#[inline]
+pub fn byte_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    match a.first().cmp(&b.first()) {
+        std::cmp::Ordering::Equal => a.cmp(b),
+        other => other,
+    }
+}
+
+/// How many bytes `a` and `b` start with in common, compared eight at a time.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let word = |s: &[u8]| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&s[i..i + 8]);
+            u64::from_le_bytes(w)
+        };
+        let diff = word(a) ^ word(b);
+        if diff != 0 {
+            return i + (diff.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + a[i..n].iter().zip(&b[i..n]).take_while(|(x, y)| x == y).count()
 }
 
 /// Checks `line` (without its newline) and lists its top-level members.
@@ -347,6 +387,70 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// Where the canonical value starting at `b[i]` ends, checked exactly as `scan` checks a
+/// value nested `depth` levels deep in a line (`None` where `scan` would stop). For the
+/// one-pass check of `kind::one_pass`, which hands the foreign JSON of a block to this.
+pub(crate) fn value_end(b: &[u8], i: usize, depth: usize) -> Option<usize> {
+    let mut s = Scanner {
+        b,
+        i,
+        top: Vec::new(),
+    };
+    // `scan` collects members only at depth 0; nothing nested is collected.
+    s.value(depth.max(1)).ok()?;
+    Some(s.i)
+}
+
+/// The canonical string starting at `b[i]`: its content unescaped and where it ends, as
+/// `scan` reads a string (`None` where `scan` would stop).
+pub(crate) fn string_at(b: &[u8], i: usize) -> Option<(Cow<'_, [u8]>, usize)> {
+    let mut s = Scanner {
+        b,
+        i,
+        top: Vec::new(),
+    };
+    let text = s.string().ok()?;
+    Some((text, s.i))
+}
+
+/// Just past the canonical string starting at `b[i]`, checked as `scan` checks a string but
+/// without unescaping it (nothing is allocated); `None` where `scan` would stop.
+pub(crate) fn checked_string_end(b: &[u8], i: usize) -> Option<usize> {
+    if b.get(i) != Some(&b'"') {
+        return None;
+    }
+    let mut j = i + 1;
+    loop {
+        let rest = b.get(j..)?;
+        j += super::find::string_stop(rest)?;
+        match b[j] {
+            b'"' => return Some(j + 1),
+            b'\\' => match *b.get(j + 1)? {
+                b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => j += 2,
+                b'u' => {
+                    let hex = b.get(j + 2..j + 6)?;
+                    let digit = |h: u8| match h {
+                        b'0'..=b'9' => Some(h - b'0'),
+                        b'a'..=b'f' => Some(h - b'a' + 10),
+                        _ => None,
+                    };
+                    if &hex[..2] != b"00" {
+                        return None;
+                    }
+                    let code = digit(hex[2])? * 16 + digit(hex[3])?;
+                    if code >= 0x20 || matches!(code, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d) {
+                        return None;
+                    }
+                    j += 6;
+                }
+                _ => return None,
+            },
+            // A raw control character.
+            _ => return None,
+        }
+    }
+}
+
 /// A value inside a line that passed `scan`, read in place: the shape walk and the digests
 /// of `evidence::kind` use these instead of building a `serde_json::Value`. On bytes that are
 /// not such a value every reader answers `None` (nothing panics).
@@ -375,6 +479,13 @@ impl<'a> Raw<'a> {
     pub fn str(self) -> Option<Cow<'a, str>> {
         if self.first() != Some(b'"') {
             return None;
+        }
+        // The usual case, without the scanner: the whole value is one string with no escape
+        // or control character (what the scanner would read, and all it would read).
+        if let [b'"', inner @ .., b'"'] = self.0
+            && super::find::string_stop(inner).is_none()
+        {
+            return std::str::from_utf8(inner).ok().map(Cow::Borrowed);
         }
         let mut s = self.scanner();
         match s.string().ok()? {
@@ -405,7 +516,7 @@ impl<'a> Raw<'a> {
         if b.first() != Some(&b'{') {
             return None;
         }
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(8);
         let mut i = 1;
         if b.get(i) == Some(&b'}') {
             return (i + 1 == b.len()).then_some(out);
@@ -431,6 +542,58 @@ impl<'a> Raw<'a> {
                 Some(b',') => i = end + 1,
                 Some(b'}') if end + 1 == b.len() => return Some(out),
                 _ => return None,
+            }
+        }
+    }
+
+    /// An object member's value, read in place without listing the object's members: what
+    /// `View::of(self).at(key)` answers on a canonical object.
+    pub fn find(self, key: &str) -> Raw<'a> {
+        let mut out = [Raw(b"null")];
+        self.find_all(&[key], &mut out);
+        out[0]
+    }
+
+    /// `find` of several keys in one pass over the object: `out[n]` is the value of `keys[n]`
+    /// (`null` when absent). A key holding no `"`, `\` or control character (every field name)
+    /// is compared as the member key's bytes: a canonical key with an escape holds one of
+    /// those, so it cannot be that key; other keys are looked up the long way.
+    pub fn find_all(self, keys: &[&str], out: &mut [Raw<'a>]) {
+        out.fill(Raw(b"null"));
+        let plain = |k: &&str| !k.bytes().any(|c| c == b'"' || c == b'\\' || c < 0x20);
+        if !keys.iter().all(plain) {
+            let view = self.members().unwrap_or_default();
+            for (o, k) in out.iter_mut().zip(keys) {
+                if let Some((_, v)) = view.iter().find(|(m, _)| m.as_ref() == k.as_bytes()) {
+                    *o = *v;
+                }
+            }
+            return;
+        }
+        let b = self.0;
+        if b.first() != Some(&b'{') || b.get(1) == Some(&b'}') {
+            return;
+        }
+        let mut i = 1;
+        let mut left = keys.len();
+        while left > 0 {
+            if b.get(i) != Some(&b'"') {
+                return;
+            }
+            let Some(key_end) = string_end(b, i) else { return };
+            let name = &b[i + 1..key_end - 1];
+            if b.get(key_end) != Some(&b':') {
+                return;
+            }
+            let start = key_end + 1;
+            let Some(end) = skip(b, start) else { return };
+            if let Some(n) = keys.iter().position(|k| k.as_bytes() == name) {
+                out[n] = Raw(&b[start..end]);
+                left -= 1;
+            }
+            match b.get(end) {
+                Some(b',') => i = end + 1,
+                _ => return,
             }
         }
     }
@@ -544,6 +707,16 @@ mod tests {
             "\u{100}",
             "\u{7ff}",
             "\u{800}",
+            // Past the first eight bytes, compared a word at a time.
+            "abcdefgh",
+            "abcdefghij",
+            "abcdefghik",
+            "abcdefgh\u{e000}",
+            "abcdefgh😀",
+            "abcdefghijklmnopq",
+            "abcdefghijklmnopr",
+            "abcdefghijklmnop",
+            "abcdefgé",
         ];
         for a in keys {
             for b in keys {
@@ -551,6 +724,11 @@ mod tests {
                     key_order(a.as_bytes(), b.as_bytes()),
                     a.encode_utf16().cmp(b.encode_utf16()),
                     "{a:?} against {b:?}"
+                );
+                assert_eq!(
+                    key_order_str(a.as_bytes(), b),
+                    a.encode_utf16().cmp(b.encode_utf16()),
+                    "{a:?} against {b:?} given as text"
                 );
             }
         }
@@ -697,6 +875,11 @@ mod tests {
         assert_eq!(Raw(b"{1:2}").members(), None);
         assert_eq!(Raw(b"{\"").members(), None);
         assert_eq!(Raw(b"\"x").str(), None);
+        assert_eq!(Raw(b"\"").str(), None);
+        assert_eq!(Raw(b"\"\"").str().as_deref(), Some(""));
+        assert_eq!(Raw(b"\"a\"b\"").str().as_deref(), Some("a"));
+        assert_eq!(Raw(b"\"a\\\"b\"").str().as_deref(), Some("a\"b"));
+        assert_eq!(Raw(b"\"a\x01\"").str(), None);
     }
 
     #[test]
@@ -711,7 +894,25 @@ mod tests {
                 for ((k, x), m) in fast.iter().zip(&full.members) {
                     assert_eq!(k, &m.key);
                     assert_eq!(x.0, &v.0[m.value.clone()]);
+                    assert_eq!(v.find(std::str::from_utf8(k).unwrap()), *x, "find {k:?}");
                     walk(*x);
+                }
+                for absent in ["", "0", "a0", "zzz", "\u{10ffff}", "q\"", "\u{1}"] {
+                    if !fast.iter().any(|(k, _)| k.as_ref() == absent.as_bytes()) {
+                        assert!(v.find(absent).is_null(), "{absent:?} is not there");
+                    }
+                }
+                let keys: Vec<String> = fast
+                    .iter()
+                    .rev()
+                    .map(|(k, _)| String::from_utf8(k.to_vec()).unwrap())
+                    .chain(["zzz".to_string()])
+                    .collect();
+                let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+                let mut all = vec![Raw(b""); keys.len()];
+                v.find_all(&keys, &mut all);
+                for (k, x) in keys.iter().zip(&all) {
+                    assert_eq!(*x, v.find(k), "find_all {k:?}");
                 }
             } else if v.first() == Some(b'[') {
                 v.items().unwrap().into_iter().for_each(walk);

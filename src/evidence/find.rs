@@ -56,6 +56,11 @@ pub fn quote_or_backslash(b: &[u8]) -> Option<usize> {
     )
 }
 
+/// The first newline.
+pub fn newline(b: &[u8]) -> Option<usize> {
+    first(b, |w| equal(w, b'\n'), |c| c == b'\n')
+}
+
 /// How many bytes of `b` are `byte`.
 pub fn count(b: &[u8], byte: u8) -> usize {
     let mut n = 0;
@@ -99,6 +104,7 @@ mod tests {
                 b.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20),
                 "round {round}: {b:?}"
             );
+            assert_eq!(newline(&b), b.iter().position(|&c| c == b'\n'), "{b:?}");
             assert_eq!(
                 quote_or_backslash(&b),
                 b.iter().position(|&c| c == b'"' || c == b'\\'),

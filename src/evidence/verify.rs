@@ -93,14 +93,16 @@ impl std::fmt::Display for Unreadable {
     }
 }
 
-/// What a worker learns from one line.
+/// What a worker learns from one line: fixed-size fields, decoded there, so the in-order
+/// pass reads them in place and frees nothing a worker allocated.
 struct Summary {
     seq: u64,
-    prev: String,
-    hash: String,
-    file_id: String,
+    prev: [u8; 32],
+    hash: [u8; 32],
+    file_id: [u8; 16],
     key: VerifyingKey,
-    observed_at: String,
+    /// `observed_at` as a time (it always parses in a checked block).
+    time: Option<time::OffsetDateTime>,
     moment: [u8; 32],
 }
 
@@ -110,11 +112,15 @@ type LineResult = Result<Summary, (Option<u64>, BlockError)>;
 pub fn verify_file(path: &Path, expect: &Expectations) -> Result<Report, Unreadable> {
     let unreadable = |e| Unreadable::Read(path.to_path_buf(), e);
     let file = crate::files::open_read(path, "evidence file").map_err(Unreadable::Open)?;
+    // Workers hand each chunk's buffer back to be filled again: no fresh (zeroed, faulted
+    // in, later unmapped) buffer per chunk.
+    let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
     let mut chunks = Chunker {
         file,
         carry: Vec::new(),
         scanned: 0,
         eof: false,
+        spare: spare_rx,
     };
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
@@ -128,13 +134,16 @@ pub fn verify_file(path: &Path, expect: &Expectations) -> Result<Report, Unreada
         for _ in 0..workers {
             let job_rx = Arc::clone(&job_rx);
             let res_tx = res_tx.clone();
+            let spare_tx = spare_tx.clone();
             scope.spawn(move || {
                 let mut cache = block::KeyCache::default();
                 loop {
                     let job = job_rx.lock().map(|rx| rx.recv());
                     let Ok(Ok((idx, chunk))) = job else { break };
-                    let lines = chunk[..chunk.len() - 1].split(|&b| b == b'\n');
-                    let results = lines.map(|l| summarize(l, &mut cache)).collect();
+                    let results = lines(&chunk[..chunk.len() - 1])
+                        .map(|l| summarize(l, &mut cache))
+                        .collect();
+                    let _ = spare_tx.send(chunk);
                     if res_tx.send((idx, results)).is_err() {
                         break;
                     }
@@ -142,6 +151,7 @@ pub fn verify_file(path: &Path, expect: &Expectations) -> Result<Report, Unreada
             });
         }
         drop(res_tx);
+        drop(spare_tx);
 
         let mut pending: BTreeMap<usize, Vec<LineResult>> = BTreeMap::new();
         let mut next_done = 0usize;
@@ -159,11 +169,10 @@ pub fn verify_file(path: &Path, expect: &Expectations) -> Result<Report, Unreada
                 }
                 Ok(Some(Piece::TooLong(n))) => {
                     // Reported in order, after the lines before it.
-                    chain.deferred_error = Some((chain.queued + 1, BlockError::TooLong(n)));
+                    chain.deferred_error = Some(BlockError::TooLong(n));
                     break Ok(());
                 }
-                Ok(Some(Piece::Lines(chunk, count))) => {
-                    chain.queued += count;
+                Ok(Some(Piece::Lines(chunk))) => {
                     if job_tx.send((sent, chunk)).is_err() {
                         break Ok(());
                     }
@@ -195,8 +204,8 @@ pub fn verify_file(path: &Path, expect: &Expectations) -> Result<Report, Unreada
 const CHUNK: usize = 256 * 1024;
 
 enum Piece {
-    /// Complete lines, each ending in a newline, and how many.
-    Lines(Vec<u8>, u64),
+    /// Complete lines, each ending in a newline.
+    Lines(Vec<u8>),
     /// Bytes after the last newline at the end of the file.
     Torn(u64),
     /// A line longer than any block.
@@ -210,6 +219,8 @@ struct Chunker {
     /// How much of `carry` is known to hold no newline.
     scanned: usize,
     eof: bool,
+    /// Buffers of chunks the workers are done with.
+    spare: mpsc::Receiver<Vec<u8>>,
 }
 
 impl Chunker {
@@ -217,11 +228,13 @@ impl Chunker {
         loop {
             if let Some(i) = self.carry[self.scanned..].iter().rposition(|&b| b == b'\n') {
                 let end = self.scanned + i + 1;
-                let rest = self.carry.split_off(end);
+                let mut rest = self.spare.try_recv().unwrap_or_default();
+                rest.clear();
+                rest.extend_from_slice(&self.carry[end..]);
+                self.carry.truncate(end);
                 let chunk = std::mem::replace(&mut self.carry, rest);
                 self.scanned = 0;
-                let count = super::find::count(&chunk, b'\n') as u64;
-                return Ok(Some(Piece::Lines(chunk, count)));
+                return Ok(Some(Piece::Lines(chunk)));
             }
             self.scanned = self.carry.len();
             if self.carry.len() > MAX_LINE {
@@ -231,25 +244,31 @@ impl Chunker {
                 let n = std::mem::take(&mut self.carry).len();
                 return Ok((n > 0).then_some(Piece::Torn(n as u64)));
             }
-            let start = self.carry.len();
-            self.carry.resize(start + CHUNK, 0);
-            let n = loop {
-                match self.file.read(&mut self.carry[start..]) {
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    other => break other,
-                }
-            };
-            let n = match n {
-                Ok(n) => n,
-                Err(e) => {
-                    self.carry.truncate(start);
-                    return Err(e);
-                }
-            };
-            self.carry.truncate(start + n);
+            // Up to CHUNK more bytes, into the vector's spare room (not zeroed first); a
+            // read of nothing is the end of the file.
+            self.carry.reserve(CHUNK);
+            let n = (&mut self.file).take(CHUNK as u64).read_to_end(&mut self.carry)?;
             self.eof = n == 0;
         }
     }
+}
+
+/// The lines of a chunk (its last newline cut off), split by a search eight bytes at a time.
+fn lines(chunk: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = Some(chunk);
+    std::iter::from_fn(move || {
+        let r = rest?;
+        match super::find::newline(r) {
+            Some(at) => {
+                rest = Some(&r[at + 1..]);
+                Some(&r[..at])
+            }
+            None => {
+                rest = None;
+                Some(r)
+            }
+        }
+    })
 }
 
 fn summarize(line: &[u8], cache: &mut block::KeyCache) -> LineResult {
@@ -259,13 +278,20 @@ fn summarize(line: &[u8], cache: &mut block::KeyCache) -> LineResult {
             h.update(c.target_id.as_bytes());
             h.update(b"\n");
             h.update(c.observed_at.as_bytes());
+            // The check held these to their hex syntax; the errors cannot happen.
+            let hex_field = |name: &str, digits: usize| {
+                (
+                    Some(c.seq),
+                    BlockError::Field(name.into(), format!("must be {digits} lower-case hex digits")),
+                )
+            };
             Ok(Summary {
                 seq: c.seq,
-                prev: c.prev,
-                hash: c.hash,
-                file_id: c.file_id,
+                prev: crate::hex::decode_exact(&c.prev).ok_or_else(|| hex_field("prev", 64))?,
+                hash: crate::hex::decode_exact(&c.hash).ok_or_else(|| hex_field("hash", 64))?,
+                file_id: crate::hex::decode_exact(&c.file_id).ok_or_else(|| hex_field("file_id", 32))?,
                 key: c.key,
-                observed_at: c.observed_at,
+                time: crate::clock::parse(&c.observed_at),
                 moment: h.finalize().into(),
             })
         }
@@ -286,11 +312,9 @@ fn seq_hint(line: &[u8]) -> Option<u64> {
 struct Chain<'e> {
     path: PathBuf,
     expect: &'e Expectations,
-    /// Lines handed to workers so far.
-    queued: u64,
     checked: u64,
-    prev_hash: String,
-    file_id: Option<String>,
+    prev_hash: [u8; 32],
+    file_id: Option<[u8; 16]>,
     last_time: Option<time::OffsetDateTime>,
     backwards: u64,
     moments: HashSet<[u8; 32]>,
@@ -302,7 +326,9 @@ struct Chain<'e> {
     /// Blocks whose hash starts with the head prefix.
     head_matches: u64,
     broken: Option<Broken>,
-    deferred_error: Option<(u64, BlockError)>,
+    /// A line too long to be read, after every line before it (all of them good when it is
+    /// reported, so it is line `checked + 1`).
+    deferred_error: Option<BlockError>,
     torn: Option<u64>,
     warnings: Vec<String>,
 }
@@ -312,9 +338,8 @@ impl<'e> Chain<'e> {
         Chain {
             path: path.to_path_buf(),
             expect,
-            queued: 0,
             checked: 0,
-            prev_hash: GENESIS_PREV.to_string(),
+            prev_hash: crate::hex::decode_exact(GENESIS_PREV).unwrap_or_default(),
             file_id: None,
             last_time: None,
             backwards: 0,
@@ -369,11 +394,12 @@ impl<'e> Chain<'e> {
             return self.fail(Some(s.seq), "broken_link", msg);
         }
         match &self.file_id {
-            None => self.file_id = Some(s.file_id.clone()),
+            None => self.file_id = Some(s.file_id),
             Some(id) if *id != s.file_id => {
                 let msg = format!(
-                    "file_id {} differs from the file's ({id}): this block comes from another file",
-                    s.file_id
+                    "file_id {} differs from the file's ({}): this block comes from another file",
+                    crate::hex::encode(&s.file_id),
+                    crate::hex::encode(id)
                 );
                 return self.fail(Some(s.seq), "foreign_block", msg);
             }
@@ -390,7 +416,7 @@ impl<'e> Chain<'e> {
             let msg = "a block with the same target and observed_at is already in the file".to_string();
             return self.fail(Some(s.seq), "duplicate", msg);
         }
-        if let Some(t) = crate::clock::parse(&s.observed_at) {
+        if let Some(t) = s.time {
             if self.last_time.is_some_and(|last| t < last) {
                 self.backwards += 1;
                 if self.backwards == 1 {
@@ -404,7 +430,7 @@ impl<'e> Chain<'e> {
             self.keys.push(s.key);
         }
         if let Some(head) = &self.expect.head
-            && s.hash.starts_with(head.as_str())
+            && crate::hex::encode(&s.hash).starts_with(head.as_str())
         {
             self.head_found = true;
             self.head_matches += 1;
@@ -415,9 +441,9 @@ impl<'e> Chain<'e> {
 
     fn finish(mut self) -> Report {
         if self.broken.is_none() {
-            if let Some((line, e)) = self.deferred_error.take() {
+            if let Some(e) = self.deferred_error.take() {
                 self.broken = Some(Broken {
-                    line,
+                    line: self.checked + 1,
                     seq: None,
                     code: e.code(),
                     message: e.to_string(),
@@ -468,7 +494,7 @@ impl<'e> Chain<'e> {
             self.warnings.push("the file holds no blocks".to_string());
         }
         Report {
-            head: (self.checked > 0).then(|| (self.checked, self.prev_hash.clone())),
+            head: (self.checked > 0).then(|| (self.checked, crate::hex::encode(&self.prev_hash))),
             path: self.path,
             blocks: self.checked,
             broken: self.broken,

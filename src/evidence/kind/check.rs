@@ -65,16 +65,13 @@ pub const SPEC: Spec = Spec {
 /// What `observation_sha256` digests: the program, handshake, server and every result's
 /// id and status, and whether the suite ran.
 fn observation(b: &View<'_>) -> Vec<u8> {
-    let target = View::of(b.at("target"));
+    let target = b.at("target");
     let results: Vec<Vec<u8>> = b
         .at("results")
         .items()
         .unwrap_or_default()
         .into_iter()
-        .map(|x| {
-            let x = View::of(x);
-            array([x.at("id").0, x.at("status").0])
-        })
+        .map(|x| array([x.find("id").0, x.find("status").0]))
         .collect();
     let results = array(results.iter().map(Vec::as_slice));
     let could_not_run: &[u8] = if b.at("could_not_run").is_null() {
@@ -83,7 +80,7 @@ fn observation(b: &View<'_>) -> Vec<u8> {
         b"true"
     };
     let mut members: Vec<(&str, &[u8])> = vec![
-        ("program_sha256", target.at("program_sha256").0),
+        ("program_sha256", target.find("program_sha256").0),
         ("era", b.at("era").0),
         ("protocol_version", b.at("protocol_version").0),
         ("server", b.at("server").0),

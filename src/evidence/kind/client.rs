@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::shape::{COUNT, Field, SHA256, Shape};
 use super::{Change, Spec, View, field_change, item_changes, object};
+use crate::evidence::canonical_scan::Raw;
 
 /// The verdict words, per domain and overall: the spec's terms (re-listing is no MUST in
 /// 2025-11-25), the older words of blocks recorded before, and the words of the flows
@@ -117,8 +118,8 @@ pub const SPEC: Spec = Spec {
 };
 
 /// What `target.id` digests: the client as it named itself.
-fn identity(target: &View<'_>) -> Vec<u8> {
-    object(&[("client", target.at("client").0)])
+fn identity(target: Raw<'_>) -> Vec<u8> {
+    object(&[("client", target.find("client").0)])
 }
 
 /// What `observation_sha256` digests: the client, every domain's judgement, the verdict.

@@ -165,7 +165,7 @@ fn array(item: &Shape, max: Option<usize>, b: &[u8], i: usize) -> Option<usize> 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::HashSet;
 
     use serde_json::{Map, Value, json};
@@ -177,7 +177,7 @@ mod tests {
 
     /// A probe block with every optional part present: a surface, a call with an error, a
     /// teardown with an exit and escapees.
-    fn rich_block() -> Map<String, Value> {
+    pub(crate) fn rich_block() -> Map<String, Value> {
         let mut b = crate::evidence::block::tests::body("srv", "2026-12-02T10:00:00.000+00:00");
         let hex = "ab".repeat(32);
         b.insert("format".into(), crate::evidence::block::FORMAT.into());

@@ -10,6 +10,7 @@
 pub mod check;
 pub mod client;
 pub mod fits;
+pub mod one_pass;
 pub mod probe;
 pub mod shape;
 pub mod surface;
@@ -40,7 +41,7 @@ pub struct Spec {
     /// Its fields beyond the envelope (`target` included), in the order verify checks them.
     pub fields: &'static [Field],
     /// The canonical bytes whose SHA-256 is `target.id`, from the block's `target`.
-    pub identity: fn(&View<'_>) -> Vec<u8>,
+    pub identity: fn(Raw<'_>) -> Vec<u8>,
     /// The canonical bytes whose SHA-256 is `observation_sha256`, from the block.
     pub observation: fn(&View<'_>) -> Vec<u8>,
     /// Rules beyond shape and digests: `Err((field path, problem))`.
@@ -80,7 +81,7 @@ impl BlockKind {
     /// `target.id` for a block of this kind with this `target` object.
     pub fn target_id(self, target: &Value) -> String {
         let bytes = canonical::to_bytes(target);
-        sha256_hex(&(self.spec().identity)(&View::of(Raw(&bytes))))
+        sha256_hex(&(self.spec().identity)(Raw(&bytes)))
     }
 
     /// `observation_sha256` for a block of this kind (`fields` holds at least the fields the
@@ -113,16 +114,30 @@ impl BlockKind {
         if !fits::fits_members(&tables, &block.members) {
             shape::check_members(&tables, &block.members, shape::At::Top)?;
         }
+        self.check_beyond_shape(block)
+    }
+
+    /// What `check` holds a block to after its shape: format v1 holds no v2 field, then
+    /// `target.id`, then `observation_sha256`, then the kind's own rules (for a block whose
+    /// shape `one_pass::read` has already found to fit).
+    pub fn check_beyond_shape(self, block: &View<'_>) -> Result<(), BlockError> {
+        let spec = self.spec();
         if block.at("format").str().as_deref() == Some(super::block::FORMAT_V1) {
             v1_holds_no_v2_field(block)?;
         }
-        let target = View::of(block.at("target"));
-        let id = sha256_hex(&(spec.identity)(&target));
-        if target.at("id").str().as_deref() != Some(id.as_str()) {
+        // A digest field matches when it is the lower-case hex of the digest: decoding it
+        // (only lower-case hex decodes) and comparing bytes says the same as encoding.
+        let matches = |field: Raw<'_>, bytes: &[u8]| {
+            let digest: [u8; 32] = Sha256::digest(bytes).into();
+            field
+                .str()
+                .is_some_and(|s| crate::hex::decode_exact::<32>(&s) == Some(digest))
+        };
+        let target = block.at("target");
+        if !matches(target.find("id"), &(spec.identity)(target)) {
             return Err(BlockError::Digest("target.id"));
         }
-        let observation = sha256_hex(&(spec.observation)(block));
-        if block.at("observation_sha256").str().as_deref() != Some(observation.as_str()) {
+        if !matches(block.at("observation_sha256"), &(spec.observation)(block)) {
             return Err(BlockError::Digest("observation_sha256"));
         }
         (spec.rules)(block).map_err(|(path, problem)| BlockError::Field(path, problem))
@@ -187,17 +202,33 @@ impl<'a> View<'a> {
     pub fn at(&self, key: &str) -> Raw<'a> {
         // Members of a canonical object are in key order.
         self.members
-            .binary_search_by(|(k, _)| crate::evidence::canonical_scan::key_order(k, key.as_bytes()))
+            .binary_search_by(|(k, _)| crate::evidence::canonical_scan::key_order_str(k, key))
             .map_or(Raw(b"null"), |i| self.members[i].1)
     }
 }
 
 /// The canonical bytes of an object of these members (ASCII keys, canonical values).
 pub(crate) fn object(members: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut sorted = members.to_vec();
-    sorted.sort_by(|a, b| a.0.cmp(b.0));
-    let mut out = vec![b'{'];
-    for (i, (k, v)) in sorted.iter().enumerate() {
+    // Sorted in place through their indexes when few (as every kind's are): nothing allocated
+    // but the output.
+    const FEW: usize = 16;
+    let mut order = [0usize; FEW];
+    let mut many = Vec::new();
+    let order: &mut [usize] = if members.len() <= FEW {
+        &mut order[..members.len()]
+    } else {
+        many.resize(members.len(), 0);
+        &mut many
+    };
+    for (n, o) in order.iter_mut().enumerate() {
+        *o = n;
+    }
+    order.sort_by(|&a, &b| members[a].0.cmp(members[b].0));
+    let sorted = order.iter().map(|&n| members[n]);
+    let size = members.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>();
+    let mut out = Vec::with_capacity(size + 2);
+    out.push(b'{');
+    for (i, (k, v)) in sorted.enumerate() {
         if i > 0 {
             out.push(b',');
         }

@@ -375,42 +375,57 @@ pub const SPEC: Spec = Spec {
 /// What `target.id` digests: the command, folder, variable names, era and version asked
 /// for (not the program's content), so runs of one server compare across hosts; for an HTTP
 /// server, its redacted URL and header names instead of the command, folder and variables.
-pub fn identity(target: &View<'_>) -> Vec<u8> {
-    if !target.at("url").is_null() {
+pub fn identity(target: Raw<'_>) -> Vec<u8> {
+    const KEYS: [&str; 7] = [
+        "url",
+        "headers",
+        "era",
+        "protocol_version",
+        "command",
+        "cwd",
+        "env",
+    ];
+    let mut v = [Raw(b"null"); KEYS.len()];
+    target.find_all(&KEYS, &mut v);
+    let [url, headers, era, protocol_version, command, cwd, env] = v;
+    if !url.is_null() {
         return object(&[
-            ("url", target.at("url").0),
-            ("headers", target.at("headers").0),
-            ("era", target.at("era").0),
-            ("protocol_version", target.at("protocol_version").0),
+            ("url", url.0),
+            ("headers", headers.0),
+            ("era", era.0),
+            ("protocol_version", protocol_version.0),
         ]);
     }
     object(&[
-        ("command", target.at("command").0),
-        ("cwd", target.at("cwd").0),
-        ("env", target.at("env").0),
-        ("era", target.at("era").0),
-        ("protocol_version", target.at("protocol_version").0),
+        ("command", command.0),
+        ("cwd", cwd.0),
+        ("env", env.0),
+        ("era", era.0),
+        ("protocol_version", protocol_version.0),
     ])
 }
 
 /// What `observation_sha256` digests: what was observed, without when or how fast.
 fn observation(b: &View<'_>) -> Vec<u8> {
-    let target = View::of(b.at("target"));
+    // Members are read in place (`Raw::find`), without listing the objects they are in.
+    let target = b.at("target");
     let pick = |v: Raw<'_>, keys: &[&'static str]| -> Vec<u8> {
         if v.is_null() {
             return b"null".to_vec();
         }
-        let view = View::of(v);
-        let members: Vec<(&str, &[u8])> = keys.iter().map(|k| (*k, view.at(k).0)).collect();
+        let mut values = [Raw(b"null"); 3];
+        let values = &mut values[..keys.len()];
+        v.find_all(keys, values);
+        let members: Vec<(&str, &[u8])> = keys.iter().zip(values.iter()).map(|(k, x)| (*k, x.0)).collect();
         object(&members)
     };
     let tools = pick(b.at("tools"), &["count", "names"]);
     let call = pick(b.at("call"), &["tool", "outcome", "result_sha256"]);
     let reasons = b.at("reasons").items().unwrap_or_default();
-    let codes: Vec<Raw<'_>> = reasons.iter().map(|r| View::of(*r).at("code")).collect();
+    let codes: Vec<Raw<'_>> = reasons.iter().map(|r| r.find("code")).collect();
     let codes = array(codes.iter().map(|c| c.0));
     let mut members: Vec<(&str, &[u8])> = vec![
-        ("program_sha256", target.at("program_sha256").0),
+        ("program_sha256", target.find("program_sha256").0),
         ("era", b.at("era").0),
         ("protocol_version", b.at("protocol_version").0),
         ("server", b.at("server").0),
@@ -429,15 +444,11 @@ fn observation(b: &View<'_>) -> Vec<u8> {
 
 /// An escapee that survived the teardown is among the survivors.
 fn rules(b: &View<'_>) -> Result<(), (String, String)> {
-    let td = View::of(b.at("teardown"));
-    let survivors = td.at("survivors").items().unwrap_or_default();
-    for (i, e) in td
-        .at("escapees")
-        .items()
-        .unwrap_or_default()
-        .into_iter()
-        .enumerate()
-    {
+    let mut td = [Raw(b"null"); 2];
+    b.at("teardown").find_all(&["survivors", "escapees"], &mut td);
+    let [survivors, escapees] = td;
+    let survivors = survivors.items().unwrap_or_default();
+    for (i, e) in escapees.items().unwrap_or_default().into_iter().enumerate() {
         let e = View::of(e);
         if e.at("ended").str().as_deref() == Some("survived") && !survivors.contains(&e.at("pid")) {
             return Err((

@@ -27,21 +27,25 @@ pub enum Syntax {
 
 impl Syntax {
     pub fn matches(self, s: &str) -> bool {
-        let b = s.as_bytes();
+        self.matches_bytes(s.as_bytes())
+    }
+
+    /// `matches` on a string's UTF-8 bytes.
+    pub fn matches_bytes(self, b: &[u8]) -> bool {
         match self {
-            Syntax::Hex(n) => crate::hex::is_lower_hex(s) && s.len() == 2 * n,
-            Syntax::PublicKey => s
-                .strip_prefix("ed25519:")
-                .is_some_and(|h| h.len() == 64 && crate::hex::is_lower_hex(h)),
-            Syntax::Stamp => crate::clock::is_block_stamp(s),
+            Syntax::Hex(n) => b.len() == 2 * n && crate::hex::is_lower_hex_bytes(b),
+            Syntax::PublicKey => b
+                .strip_prefix(b"ed25519:")
+                .is_some_and(|h| h.len() == 64 && crate::hex::is_lower_hex_bytes(h)),
+            Syntax::Stamp => std::str::from_utf8(b).is_ok_and(crate::clock::is_block_stamp),
             Syntax::Code => {
                 b.first().is_some_and(u8::is_ascii_lowercase)
                     && b.iter()
                         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_')
             }
             Syntax::IntegerText => {
-                let digits = s.strip_prefix('-').unwrap_or(s);
-                !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit())
+                let digits = b.strip_prefix(b"-").unwrap_or(b);
+                !digits.is_empty() && digits.iter().all(|c| c.is_ascii_digit())
             }
         }
     }

@@ -90,7 +90,8 @@ pub const CHECK: Shape = Shape::OrNull(&Shape::Obj(&[
 /// surface (blocks written before it existed keep their digest).
 pub fn observed<'a>(b: &View<'a>) -> Option<Raw<'a>> {
     let surface = b.at("surface");
-    (!surface.is_null()).then(|| View::of(surface).at("sha256"))
+    // `sha256` comes before `tools`: the item lists are not read.
+    (!surface.is_null()).then(|| surface.find("sha256"))
 }
 
 /// The surface's changes, per item and part, when both blocks have one.
