@@ -1,7 +1,9 @@
-//! A spawned stdio server: its own session (no controlling terminal) and process group, the
-//! threads that read its stdout and stderr and write its stdin, one channel of events with
-//! bounded waits, and a measured teardown that leaves no process of the group behind, nor any
-//! descendant that left it (those are found by `crate::wire::descendants`).
+//! A spawned stdio server (started by `crate::wire::spawn`: its own session, so no controlling
+//! terminal, and process group): the thread that reads its stdout and stderr and reaps it,
+//! its stdin written directly while the pipe has room (a writer thread only for the rest),
+//! one channel of events with bounded waits, and a measured teardown that leaves no process
+//! of the group behind, nor any descendant that left it (those are found by
+//! `crate::wire::descendants`).
 
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
