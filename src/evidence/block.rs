@@ -1249,4 +1249,597 @@ pub(crate) mod tests {
             BlockError::BadSignature
         );
     }
+
+    /// A differential fuzz: whenever the one pass says "fits", the reference (scan, format,
+    /// kind, shape walk) also accepts, with the same member spans. Ignored by default (it is
+    /// long); `MCP_WITNESS_FUZZ_N=1500000 cargo test --release --lib fuzzed_lines -- --ignored`
+    /// runs that many cases (`MCP_WITNESS_FUZZ_SEED` picks another seed).
+    #[test]
+    #[ignore]
+    fn fuzzed_lines_the_one_pass_takes_are_lines_the_reference_accepts() {
+        let n: u64 = std::env::var("MCP_WITNESS_FUZZ_N")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(100_000);
+        let seed0: u64 = std::env::var("MCP_WITNESS_FUZZ_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0x9e37_79b9_7f4a_7c15);
+        let keys = [
+            SigningKey::from_bytes(&[1u8; 32]),
+            SigningKey::from_bytes(&[2u8; 32]),
+        ];
+        let bases: Vec<(BlockKind, Map<String, Value>)> = corpus_bases(&keys[0]);
+        let base_lines: Vec<Vec<u8>> = bases.iter().map(|(_, b)| sign(b.clone(), &keys[0])).collect();
+        let mut seed = seed0;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        // Keys near field names: same first 8 bytes, prefixes, extensions, non-ASCII.
+        const NEAR: &[&str] = &[
+            "descript",
+            "description_tex",
+            "description_textt",
+            "observation_sha25",
+            "observation_sha2566",
+            "observation_sha256\u{0}",
+            "protocol_versio",
+            "protocol_version_",
+            "protocol_requeste",
+            "era_detectio",
+            "era_detection_",
+            "file_i",
+            "file_idd",
+            "kin",
+            "kindd",
+            "forma",
+            "formatt",
+            "stdout_nois",
+            "stdout_noise0",
+            "timings_m",
+            "server_request",
+            "capabilities\u{e9}",
+            "capabilitie\u{e9}",
+            "h\u{e9}",
+            "\u{10000}",
+            "\u{ffff}",
+            "s\u{e000}",
+            "seq\u{7f}",
+            "sig ",
+            " sig",
+            "hash\t",
+            "tool",
+            "tools_",
+            "toolt",
+            "tooks",
+            "exchanges_droppe",
+            "session_id_change",
+            "program_sha256_sourc",
+            "program_sha256_source_",
+        ];
+        const SPELL: &[(&str, &str)] = &[
+            (":0", ":-0"),
+            (":0", ":00"),
+            (":0", ":0.0"),
+            (":0", ":0e0"),
+            (":0", ":-"),
+            (":1", ":01"),
+            (":1", ":1.0"),
+            (":1", ":1e2"),
+            (":1", ":1E0"),
+            (":1", ":+1"),
+            (":1", ":9007199254740992"),
+            (":1", ":-9007199254740992"),
+            (":1", ":18446744073709551616"),
+            (":1", ":99999999999999999999999"),
+            (":1", ":9007199254740991"),
+            (":1", ":-9007199254740991"),
+            (":1", ":4294967296"),
+            (":1", ":2147483648"),
+            (":1", ":-2147483649"),
+            (":1", ":0"),
+            (":true", ":tru"),
+            (":true", ":True"),
+            (":true", ":truee"),
+            (":false", ":fals"),
+            (":null", ":nul"),
+            (":null", ":null "),
+            (":null", ":nulll"),
+            (":null", ":NULL"),
+            (":null", ":\"\""),
+            (":null", ":[]"),
+            (":null", ":{}"),
+            (":null", ":0"),
+            (":\"", ": \""),
+            (",\"", ", \""),
+            (",\"", ",\t\""),
+            (",\"", ",\n\""),
+            (",\"", ",\r\""),
+            ("{\"", "{ \""),
+            ("}", " }"),
+            ("]", " ]"),
+            ("[", "[ "),
+            ("\\\"", "\\u0022"),
+            ("\\\\", "\\u005c"),
+            ("\\r", "\\u000d"),
+            ("\\r", "\\u000D"),
+            ("\\n", "\\u000a"),
+            ("\\n", "\\u000A"),
+            ("\\t", "\\u0009"),
+            ("/", "\\/"),
+            ("e", "\\u0065"),
+            ("a", "\\u00e1"),
+            ("a", "\\ud83d\\ude00"),
+            ("a", "\\ud83d"),
+            ("a", "\\ude00"),
+            ("a", "\\uD83D\\uDE00"),
+            ("\"a", "\"\\u0001"),
+            ("\"a", "\"\\u001F"),
+            ("\"a", "\"\\u0000"),
+            ("\"", "\"\u{1}"),
+            ("\"x", "\"\u{e9}"),
+            ("a", "\u{7f}"),
+            ("\\u0001", "\\u0001x"),
+            ("\\u0001", "\\u01"),
+            ("\\u0001", "\\x01"),
+            ("\\u0001", "\\U0001"),
+            ("\\\"", "\\'"),
+            ("\\n", "\\a"),
+            ("\\n", "\n"),
+            ("\\t", "\t"),
+            ("\"pass\"", "\"pas\\u0073\""),
+            ("\"probe\"", "\"prob\\u0065\""),
+            ("\"kind\"", "\"kin\\u0064\""),
+            ("\"seq\"", "\"se\\u0071\""),
+            ("[]", "[null]"),
+            ("[]", "[,]"),
+            ("[\"", "[,\""),
+            ("{}", "{,}"),
+            ("null", "[]"),
+            ("\"legacy\"", "\"modern\""),
+            ("\"streamable_http\"", "\"http_sse\""),
+            ("[\"a\"]", "[\"a\",\"a\"]"),
+        ];
+        let splice_line = |next: &mut dyn FnMut() -> u64| -> Vec<u8> {
+            base_lines[(next() as usize) % base_lines.len()].clone()
+        };
+        let (mut fits, mut refuses, mut agree_fit) = (0u64, 0u64, 0u64);
+        let mut reverse = 0u64;
+        let mut reverse_example: Option<String> = None;
+        for round in 0..n {
+            let bi = (next() as usize) % bases.len();
+            let (kind, base) = &bases[bi];
+            let mut line = if next() % 3 == 0 {
+                base_lines[bi].clone()
+            } else {
+                let mut v = Value::Object(base.clone());
+                for _ in 0..(next() % 4) {
+                    if next() % 3 == 0 {
+                        // Insert a near-name key somewhere.
+                        let mut all = Vec::new();
+                        pointers(&v, String::new(), &mut all);
+                        let at = all[(next() as usize) % all.len()].clone();
+                        if let Some(Value::Object(m)) = v.pointer_mut(&at) {
+                            let k = NEAR[(next() as usize) % NEAR.len()];
+                            m.insert(k.into(), palette(next()));
+                        }
+                    } else {
+                        mutate(&mut v, &mut next);
+                    }
+                }
+                let Value::Object(mut map) = v else { unreachable!() };
+                if next() % 4 != 0 {
+                    let k = map
+                        .get("kind")
+                        .and_then(Value::as_str)
+                        .and_then(BlockKind::from_name)
+                        .unwrap_or(*kind);
+                    if map.get("target").is_some_and(Value::is_object) {
+                        k.refresh_digests(&mut map);
+                    }
+                }
+                sign(map, &keys[(next() % 2) as usize])
+            };
+            let edits = next() % 4;
+            for _ in 0..edits {
+                match next() % 9 {
+                    0 => garble(&mut line, &mut next),
+                    1 | 2 => respell(&mut line, &mut next),
+                    3 => {
+                        // Any byte, anywhere (invalid UTF-8 included).
+                        let pos = (next() as usize) % (line.len() + 1);
+                        let byte = next() as u8;
+                        match next() % 3 {
+                            0 if pos < line.len() => line[pos] = byte,
+                            1 => line.insert(pos, byte),
+                            _ if pos < line.len() => drop(line.remove(pos)),
+                            _ => {}
+                        }
+                    }
+                    4 => {
+                        // Splice a span of another block over a span of this one.
+                        let other = splice_line(&mut next);
+                        let a = (next() as usize) % other.len();
+                        let b = (a + (next() as usize) % 80).min(other.len());
+                        let p = (next() as usize) % (line.len() + 1);
+                        let q = (p + (next() as usize) % 80).min(line.len());
+                        line.splice(p..q, other[a..b].iter().copied());
+                    }
+                    5 => {
+                        let text = String::from_utf8_lossy(&line).into_owned();
+                        let (from, to) = SPELL[(next() as usize) % SPELL.len()];
+                        let places: Vec<usize> = text.match_indices(from).map(|(i, _)| i).collect();
+                        if !places.is_empty() {
+                            let at = places[(next() as usize) % places.len()];
+                            line = format!("{}{}{}", &text[..at], to, &text[at + from.len()..]).into_bytes();
+                        }
+                    }
+                    6 => {
+                        // Duplicate or move a member: copy `,"k":v` after itself or elsewhere.
+                        let text = String::from_utf8_lossy(&line).into_owned();
+                        if let Some(sc) = canonical_scan::scan(text.as_bytes())
+                            .ok()
+                            .filter(|s| !s.members.is_empty())
+                        {
+                            let m = &sc.members[(next() as usize) % sc.members.len()];
+                            let piece = text[m.span.clone()].to_string();
+                            let other = &sc.members[(next() as usize) % sc.members.len()];
+                            let at = if next() % 2 == 0 {
+                                m.span.end
+                            } else {
+                                other.span.end
+                            };
+                            let mut out = text[..at].to_string();
+                            out.push(',');
+                            out.push_str(&piece);
+                            out.push_str(&text[at..]);
+                            if next() % 2 == 0 {
+                                // and drop the original
+                                let s = m.span.clone();
+                                if at >= s.end {
+                                    let mut t = text[..s.start].to_string();
+                                    let rest_start = if text.as_bytes().get(s.end) == Some(&b',') {
+                                        s.end + 1
+                                    } else {
+                                        s.end
+                                    };
+                                    t.push_str(&out[rest_start..]);
+                                    out = t;
+                                }
+                            }
+                            line = out.into_bytes();
+                        }
+                    }
+                    7 => {
+                        // Trailing or leading bytes, or truncation.
+                        match next() % 6 {
+                            0 => line.push(b' '),
+                            1 => line.push(b'\n'),
+                            2 => line.push(b'}'),
+                            3 => line.insert(0, b' '),
+                            4 => line.truncate((next() as usize) % (line.len() + 1)),
+                            _ => line.extend_from_slice(b"{}"),
+                        }
+                    }
+                    _ => {
+                        // Overlong / invalid UTF-8 or surrogate bytes inside a string.
+                        let seqs: &[&[u8]] = &[
+                            b"\xc0\xaf",
+                            b"\xc1\x81",
+                            b"\xe0\x80\xaf",
+                            b"\xed\xa0\x80",
+                            b"\xf4\x90\x80\x80",
+                            b"\xff",
+                            b"\x80",
+                            b"\xf0\x9f\x98",
+                        ];
+                        let s = seqs[(next() as usize) % seqs.len()];
+                        let quotes: Vec<usize> = line
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, c)| **c == b'"')
+                            .map(|(i, _)| i + 1)
+                            .collect();
+                        if !quotes.is_empty() {
+                            let at = quotes[(next() as usize) % quotes.len()];
+                            line.splice(at..at, s.iter().copied());
+                        }
+                    }
+                }
+            }
+            let read = kind::one_pass::read(&line);
+            let reference = shape_is_right(&line);
+            match (&read, &reference) {
+                (Some(r), Some((k, scanned))) => {
+                    agree_fit += 1;
+                    assert_eq!(r.kind, *k, "round {round}: {}", String::from_utf8_lossy(&line));
+                    let ours: Vec<(&[u8], std::ops::Range<usize>, std::ops::Range<usize>)> = r
+                        .members()
+                        .iter()
+                        .map(|m| (m.name.as_bytes(), m.start..m.end, m.value..m.end))
+                        .collect();
+                    let theirs: Vec<(&[u8], std::ops::Range<usize>, std::ops::Range<usize>)> = scanned
+                        .members
+                        .iter()
+                        .map(|m| (m.key.as_ref(), m.span.clone(), m.value.clone()))
+                        .collect();
+                    assert_eq!(ours, theirs, "round {round}");
+                    // The full checks agree too.
+                    let fast = check_line(&line);
+                    let refr = check_reference(&line, &mut KeyCache::default(), true);
+                    assert_eq!(fast, refr, "round {round}: {}", String::from_utf8_lossy(&line));
+                }
+                (Some(_), None) => panic!(
+                    "FALSE ACCEPT round {round} seed {seed0}: {:?}",
+                    String::from_utf8_lossy(&line)
+                ),
+                (None, Some(_)) => {
+                    reverse += 1;
+                    if reverse_example.is_none() {
+                        reverse_example = Some(String::from_utf8_lossy(&line).into_owned());
+                    }
+                }
+                (None, None) => {}
+            }
+            if read.is_some() {
+                fits += 1
+            } else {
+                refuses += 1
+            }
+            // Whole-check agreement on a sample (signatures cost).
+            if round % 16 == 0 {
+                let fast = check_line(&line);
+                let refr = check_reference(&line, &mut KeyCache::default(), true);
+                assert_eq!(fast, refr, "round {round}: {}", String::from_utf8_lossy(&line));
+            }
+        }
+        eprintln!(
+            "review fuzz: {n} cases, one pass fits {fits} (reference agrees {agree_fit}), refuses {refuses}; reference-only accepts {reverse} e.g. {reverse_example:?}"
+        );
+    }
+
+    /// Review: on the fast path (one pass says fits), a forged signature, hash,
+    /// observation_sha256 or target.id is still refused, for every base block.
+    #[test]
+    fn forged_blocks_that_take_the_fast_path_are_still_refused() {
+        let key = SigningKey::from_bytes(&[1u8; 32]);
+        let flip = |s: &str| -> String {
+            let mut c: Vec<char> = s.chars().collect();
+            c[5] = if c[5] == '0' { '1' } else { '0' };
+            c.into_iter().collect()
+        };
+        for (kind, base) in corpus_bases(&key) {
+            let good = sign(base.clone(), &key);
+            assert!(kind::one_pass::read(&good).is_some());
+            assert_eq!(check_line(&good).map(|c| c.kind), Ok(kind));
+            let v: Value = serde_json::from_slice(&good).unwrap();
+            let Value::Object(signed) = v else { unreachable!() };
+            // Bad signature (hash right).
+            let mut m = signed.clone();
+            m.insert("sig".into(), flip(m["sig"].as_str().unwrap()).into());
+            let line = canonical::to_bytes(&Value::Object(m));
+            assert!(kind::one_pass::read(&line).is_some());
+            assert_eq!(
+                check_line(&line).unwrap_err(),
+                BlockError::BadSignature,
+                "{kind:?}"
+            );
+            // Bad hash.
+            let mut m = signed.clone();
+            m.insert("hash".into(), flip(m["hash"].as_str().unwrap()).into());
+            let line = canonical::to_bytes(&Value::Object(m));
+            assert!(kind::one_pass::read(&line).is_some());
+            assert_eq!(
+                check_line(&line).unwrap_err(),
+                BlockError::HashMismatch,
+                "{kind:?}"
+            );
+            // Bad observation_sha256, re-hashed and re-signed by the key.
+            let mut m = base.clone();
+            m.insert(
+                "observation_sha256".into(),
+                flip(m["observation_sha256"].as_str().unwrap()).into(),
+            );
+            let line = sign(m, &key);
+            assert!(kind::one_pass::read(&line).is_some());
+            assert_eq!(
+                check_line(&line).unwrap_err(),
+                BlockError::Digest("observation_sha256"),
+                "{kind:?}"
+            );
+            // Wrong target.id, re-signed.
+            let mut m = base.clone();
+            let id = flip(m["target"]["id"].as_str().unwrap());
+            m.get_mut("target").unwrap()["id"] = id.into();
+            let line = sign(m, &key);
+            assert!(kind::one_pass::read(&line).is_some());
+            assert_eq!(
+                check_line(&line).unwrap_err(),
+                BlockError::Digest("target.id"),
+                "{kind:?}"
+            );
+            // Signed by another key than `key` names.
+            let other = SigningKey::from_bytes(&[3u8; 32]);
+            let line = sign(base.clone(), &other);
+            assert!(kind::one_pass::read(&line).is_some());
+            assert_eq!(
+                check_line(&line).unwrap_err(),
+                BlockError::BadSignature,
+                "{kind:?}"
+            );
+        }
+    }
+
+    /// Review: nesting at and past the depth limit inside foreign JSON, and other edge
+    /// spellings, get the same answer from the one pass and the reference.
+    #[test]
+    fn edge_spellings_get_the_same_answer_from_both_paths() {
+        let key = SigningKey::from_bytes(&[1u8; 32]);
+        let bases = corpus_bases(&key);
+        let (_, base) = &bases[0];
+        let good = String::from_utf8(sign(base.clone(), &key)).unwrap();
+        let mut lines: Vec<String> = Vec::new();
+        for d in [120usize, 125, 126, 127, 128, 129, 130, 200] {
+            let deep = format!("{}{}", "[".repeat(d), "]".repeat(d));
+            lines.push(good.replacen("\"capabilities\":{}", &format!("\"capabilities\":{deep}"), 1));
+            let deep_obj = format!("{}1{}", "{\"a\":".repeat(d), "}".repeat(d));
+            lines.push(good.replacen("\"capabilities\":{}", &format!("\"capabilities\":{deep_obj}"), 1));
+        }
+        for v in [
+            "-0",
+            "01",
+            "1.0",
+            "1e2",
+            "9007199254740992",
+            "9007199254740991",
+            "-9007199254740991",
+            "18446744073709551616",
+            "1E2",
+            "+1",
+            "0x1",
+            "[]",
+            "{}",
+            "null",
+            "\"1\"",
+            "true",
+        ] {
+            lines.push(good.replacen("\"seq\":1", &format!("\"seq\":{v}"), 1));
+            lines.push(good.replacen(
+                "\"capabilities\":{}",
+                &format!("\"capabilities\":{{\"x\":{v}}}"),
+                1,
+            ));
+            lines.push(good.replacen("\"total\":0", &format!("\"total\":{v}"), 1));
+        }
+        for k in [
+            "\\ud83d\\ude00",
+            "\\ud83d",
+            "\\ude00",
+            "\u{1f600}",
+            "\u{e000}",
+            "\u{ffff}",
+            "\u{10000}",
+            "a",
+            "b",
+        ] {
+            lines.push(good.replacen(
+                "\"capabilities\":{}",
+                &format!("\"capabilities\":{{\"{k}\":1,\"\u{e000}\":2}}"),
+                1,
+            ));
+            lines.push(good.replacen(
+                "\"capabilities\":{}",
+                &format!("\"capabilities\":{{\"\u{e000}\":1,\"{k}\":2}}"),
+                1,
+            ));
+            lines.push(good.replacen(
+                "\"capabilities\":{}",
+                &format!("\"capabilities\":{{\"\u{1f600}\":1,\"{k}\":2}}"),
+                1,
+            ));
+            lines.push(good.replacen(
+                "\"capabilities\":{}",
+                &format!("\"capabilities\":{{\"{k}\":1,\"\u{1f600}\":2}}"),
+                1,
+            ));
+            lines.push(good.replacen("\"host\":\"test\"", &format!("\"host\":\"{k}\""), 1));
+        }
+        for (from, to) in [
+            ("\"call\":null,", "\"call\":null,\"call\":null,"),
+            ("\"call\":null,", ""),
+            ("{\"call\"", "{\"calm\":1,\"call\""),
+            ("\"tz\":\"Etc/UTC\"", "\"tz\":null"),
+            ("\"tz\":\"Etc/UTC\"", "\"tz\":null,\"tz\":null"),
+            ("\"tz\":\"Etc/UTC\"", ""),
+            ("\"host\":\"test\"", "\"host\":\"te\\/st\""),
+            ("\"host\":\"test\"", "\"host\":\"te\\u0000st\""),
+            ("\"host\":\"test\"", "\"host\":\"te\\u007fst\""),
+            ("\"host\":\"test\"", "\"host\":\"te\u{7f}st\""),
+        ] {
+            lines.push(good.replacen(from, to, 1));
+        }
+        let mut accepted = 0;
+        for l in &lines {
+            let read = kind::one_pass::read(l.as_bytes());
+            let reference = shape_is_right(l.as_bytes());
+            assert_eq!(
+                read.as_ref().map(|r| r.kind),
+                reference.as_ref().map(|r| r.0),
+                "{l}"
+            );
+            if read.is_some() {
+                accepted += 1
+            }
+            // raw invalid bytes too
+            let mut b = l.clone().into_bytes();
+            b.insert(b.len() / 2, 0xc0);
+            assert!(kind::one_pass::read(&b).is_none());
+        }
+        eprintln!("review edges: {} lines, {accepted} fit", lines.len());
+    }
+
+    /// Review: `verify_file` breaks a file at a forged block (fast-path shaped) with the
+    /// right code: bad signature, bad hash, bad observation_sha256, wrong target.id.
+    #[test]
+    fn verify_breaks_at_a_forged_block_that_takes_the_fast_path() {
+        use crate::evidence::verify::{Expectations, verify_file};
+        let key = SigningKey::from_bytes(&[1u8; 32]);
+        let first = seal(body("srv", "2026-12-02T10:00:00.000+00:00"), &link(1), &key);
+        let l2 = Link {
+            seq: 2,
+            prev: first.hash.clone(),
+            file_id: link(1).file_id,
+        };
+        let mut b2 = body("srv", "2026-12-02T10:00:01.000+00:00");
+        b2.insert("format".into(), FORMAT.into());
+        b2.insert("seq".into(), 2.into());
+        b2.insert("prev".into(), first.hash.clone().into());
+        b2.insert("file_id".into(), l2.file_id.clone().into());
+        b2.insert("key".into(), keys::public_text(&key.verifying_key()).into());
+        let flip = |s: &str| -> String {
+            let mut c: Vec<char> = s.chars().collect();
+            c[7] = if c[7] == '0' { '1' } else { '0' };
+            c.into_iter().collect()
+        };
+        let good = sign(b2.clone(), &key);
+        let signed: Map<String, Value> = serde_json::from_slice(&good).unwrap();
+        let mut cases: Vec<(Vec<u8>, &str)> = vec![(good.clone(), "")];
+        let mut m = signed.clone();
+        m.insert("sig".into(), flip(m["sig"].as_str().unwrap()).into());
+        cases.push((canonical::to_bytes(&Value::Object(m)), "bad_signature"));
+        let mut m = signed.clone();
+        m.insert("hash".into(), flip(m["hash"].as_str().unwrap()).into());
+        cases.push((canonical::to_bytes(&Value::Object(m)), "hash_mismatch"));
+        let mut m = b2.clone();
+        m.insert(
+            "observation_sha256".into(),
+            flip(m["observation_sha256"].as_str().unwrap()).into(),
+        );
+        cases.push((sign(m, &key), "digest_mismatch"));
+        let mut m = b2.clone();
+        let id = flip(m["target"]["id"].as_str().unwrap());
+        m.get_mut("target").unwrap()["id"] = id.into();
+        cases.push((sign(m, &key), "digest_mismatch"));
+        let dir = std::env::temp_dir().join(format!("review2-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (n, (line, code)) in cases.into_iter().enumerate() {
+            assert!(kind::one_pass::read(&line).is_some());
+            let path = dir.join(format!("f{n}.jsonl"));
+            let mut all = first.line.clone();
+            all.extend_from_slice(&line);
+            all.push(b'\n');
+            std::fs::write(&path, &all).unwrap();
+            let report = verify_file(&path, &Expectations::default()).unwrap();
+            match report.broken {
+                None => assert_eq!(code, "", "case {n} verified"),
+                Some(b) => {
+                    assert_eq!((b.line, b.code), (2, code), "case {n}: {}", b.message);
+                }
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
