@@ -24,7 +24,7 @@ use crate::sys;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 const ENOEXEC: i32 = 8;
 
-/// A started server: its pid and our ends of its stdin, stdout and stderr.
+/// A started server: its pid and our ends of its stdin (non-blocking), stdout and stderr.
 pub struct Started {
     pub pid: u32,
     pub stdin: File,
@@ -79,13 +79,28 @@ fn start_forked(spec: &SpawnSpec) -> io::Result<Started> {
     }
     let mut child = cmd.spawn()?;
     let piped = || io::Error::other("a standard stream of the server was not piped");
-    // The child is reaped by `wait`, not through `Child`: dropping `Child` does nothing.
-    Ok(Started {
-        pid: child.id(),
-        stdin: File::from(OwnedFd::from(child.stdin.take().ok_or_else(piped)?)),
-        stdout: File::from(OwnedFd::from(child.stdout.take().ok_or_else(piped)?)),
-        stderr: File::from(OwnedFd::from(child.stderr.take().ok_or_else(piped)?)),
-    })
+    let ends = (|| {
+        let stdin = File::from(OwnedFd::from(child.stdin.take().ok_or_else(piped)?));
+        sys::set_nonblocking(&stdin)?;
+        let stdout = File::from(OwnedFd::from(child.stdout.take().ok_or_else(piped)?));
+        let stderr = File::from(OwnedFd::from(child.stderr.take().ok_or_else(piped)?));
+        Ok::<_, io::Error>((stdin, stdout, stderr))
+    })();
+    match ends {
+        // The child is reaped by `wait`, not through `Child`: dropping `Child` does nothing.
+        Ok((stdin, stdout, stderr)) => Ok(Started {
+            pid: child.id(),
+            stdin,
+            stdout,
+            stderr,
+        }),
+        Err(e) => {
+            // Never leave a server we cannot talk to running.
+            let _ = sys::signal_group(child.id(), sys::SIGKILL);
+            let _ = child.wait();
+            Err(e)
+        }
+    }
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -241,6 +256,9 @@ mod posix {
         envp.push(std::ptr::null());
 
         let (stdin_read, stdin_write) = pipe()?;
+        // Ours only: a pipe's two ends are two open files, each with its own flags, so the
+        // server's stdin stays blocking.
+        crate::sys::set_nonblocking(&stdin_write)?;
         let (stdout_read, stdout_write) = pipe()?;
         let (stderr_read, stderr_write) = pipe()?;
 
@@ -392,6 +410,36 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(status.success());
         assert_eq!(out, "ran by the shell\n");
+    }
+
+    /// The open-file flags of descriptor `fd` of process `pid`, from /proc.
+    fn flags(pid: &str, fd: i32) -> u32 {
+        let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).unwrap();
+        let line = info.lines().find(|l| l.starts_with("flags:")).unwrap();
+        u32::from_str_radix(line.split_whitespace().nth(1).unwrap(), 8).unwrap()
+    }
+
+    #[test]
+    fn our_end_of_stdin_never_blocks_and_the_servers_end_does() {
+        for background in [false, true] {
+            let mut s = spec("/bin/sh", &["-c", "grep ^flags /proc/self/fdinfo/0"]);
+            s.background = background;
+            let started = crate::wire::descendants::spawn_registered(|| start(&s), |s| s.pid).unwrap();
+            let ours = flags("self", std::os::fd::AsRawFd::as_raw_fd(&started.stdin));
+            assert_ne!(ours & sys::O_NONBLOCK as u32, 0, "ours, background {background}");
+            drop(started.stdin);
+            let mut out = String::new();
+            let mut stdout = started.stdout;
+            stdout.read_to_string(&mut out).unwrap();
+            wait(started.pid).unwrap();
+            crate::wire::descendants::unregister_server(started.pid);
+            let theirs = u32::from_str_radix(out.split_whitespace().nth(1).unwrap(), 8).unwrap();
+            assert_eq!(
+                theirs & sys::O_NONBLOCK as u32,
+                0,
+                "theirs, background {background}: {out}"
+            );
+        }
     }
 
     #[test]

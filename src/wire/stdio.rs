@@ -229,8 +229,8 @@ impl Server {
             (&credit, &stderr),
         );
         let stdin_queued = Arc::new(AtomicUsize::new(0));
-        // Written directly while the pipe has room (see `send`): never waited on.
-        sys::set_nonblocking(&stdin)?;
+        // Non-blocking (set by `spawn::start`): written directly while the pipe has room (see
+        // `send`), never waited on.
         let stdin = Stdin {
             file: Arc::new(stdin),
             writer: None,
