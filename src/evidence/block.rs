@@ -889,7 +889,7 @@ pub(crate) mod tests {
 
     /// Values a mutation puts in place: of every JSON type, the words and forms the shapes
     /// name, and the spellings near their edges.
-    fn palette(n: u64) -> Value {
+    pub(crate) fn palette(n: u64) -> Value {
         let hex = "ab".repeat(32);
         let all = [
             Value::Null,
@@ -940,7 +940,7 @@ pub(crate) mod tests {
 
     /// Member names a mutation adds: nested ones, every kind's top-level ones, and keys that
     /// are no field's.
-    const NAMES: &[&str] = &[
+    pub(crate) const NAMES: &[&str] = &[
         "count",
         "name",
         "code",
@@ -992,7 +992,9 @@ pub(crate) mod tests {
         out.push(at);
     }
 
-    fn mutate(v: &mut Value, next: &mut dyn FnMut() -> u64) {
+    /// Changes one value of `v`, chosen by `next`: removes or adds a member, appends an item,
+    /// or puts a value of the palette in its place.
+    pub(crate) fn mutate(v: &mut Value, next: &mut dyn FnMut() -> u64) {
         let mut all = Vec::new();
         pointers(v, String::new(), &mut all);
         let at = all[(next() as usize) % all.len()].clone();
