@@ -257,7 +257,13 @@ impl Rpc {
         self.awaiting = progress_name(method);
         let reply = self.wait_for(&Value::from(id), timeout.saturating_sub(started.elapsed()));
         self.awaiting = "";
-        reply
+        match reply {
+            // The timeout counts from before the request was written: so does the wait reported.
+            Err(NoReply::Timeout { .. }) => Err(NoReply::Timeout {
+                waited_ms: started.elapsed().as_millis() as u64,
+            }),
+            other => other,
+        }
     }
 
     /// Queues a message, waiting at most `WRITE_WAIT` for room (a server that never reads
