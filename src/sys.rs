@@ -353,16 +353,7 @@ pub fn wait_for(pid: u32) -> io::Result<i32> {
 /// Reaps `pid` if it is an exited child of ours; never waits. True if it was reaped.
 /// Callers must know `pid` is a zombie child no one else waits for (not a `std` `Child`).
 pub fn reap_zombie(pid: u32) -> bool {
-    let Ok(pid) = i32::try_from(pid) else {
-        return false;
-    };
-    if pid <= 1 {
-        return false;
-    }
-    let mut status = 0i32;
-    // SAFETY: waitpid writes one int through a pointer to a live local; WNOHANG keeps it from
-    // blocking; a positive pid addresses exactly that child.
-    unsafe { waitpid(pid, &mut status, WNOHANG) == pid }
+    reap_exited(pid).is_some()
 }
 
 /// Sends `sig` to the one process `pid` (never to a group, ourselves, or init).

@@ -268,9 +268,9 @@ pub fn append_after(
 
     let link = match &tail.last {
         Some(last) => Link {
-            seq: last.checked.seq + 1,
-            prev: last.checked.hash.clone(),
-            file_id: last.checked.file_id.clone(),
+            seq: last.seq + 1,
+            prev: last.hash.clone(),
+            file_id: last.file_id.clone(),
         },
         None => Link {
             seq: 1,
@@ -299,14 +299,10 @@ pub fn append_after(
 /// refuse), and the recent blocks a new block could collide with.
 struct Tail {
     shape: tail::Shape,
-    last: Option<LastBlock>,
+    last: Option<block::Checked>,
     /// Recent blocks stamped at or after the time the tail was read for: only these can
     /// have the target and `observed_at` of the block being appended (which only moves later).
     candidates: Vec<Candidate>,
-}
-
-struct LastBlock {
-    checked: block::Checked,
 }
 
 struct Candidate {
@@ -344,7 +340,7 @@ impl Tail {
         let candidates = recent_candidates(lines, window).map_err(io_err)?;
         Ok(Tail {
             shape,
-            last: Some(LastBlock { checked }),
+            last: Some(checked),
             candidates,
         })
     }

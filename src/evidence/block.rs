@@ -1016,7 +1016,11 @@ pub(crate) mod tests {
 
     /// Byte edits of a line: mostly the spellings canonical form forbids.
     fn garble(line: &mut Vec<u8>, next: &mut dyn FnMut() -> u64) {
-        let alphabet = b"{}[]\",:\\ 0123456789-.eEtrufalsn\x01\x7fabu/";
+        garble_with(line, b"{}[]\",:\\ 0123456789-.eEtrufalsn\x01\x7fabu/", next);
+    }
+
+    /// One to three bytes of `line` replaced, inserted or removed, new ones from `alphabet`.
+    pub(crate) fn garble_with(line: &mut Vec<u8>, alphabet: &[u8], next: &mut dyn FnMut() -> u64) {
         for _ in 0..(1 + next() % 3) {
             let pos = (next() as usize) % (line.len() + 1);
             let byte = alphabet[(next() as usize) % alphabet.len()];
@@ -1170,17 +1174,7 @@ pub(crate) mod tests {
             );
             if let (Some(read), Some((_, scanned))) = (read, shape_ok) {
                 shortcuts += 1;
-                let ours: Vec<(&[u8], std::ops::Range<usize>, std::ops::Range<usize>)> = read
-                    .members()
-                    .iter()
-                    .map(|m| (m.name.as_bytes(), m.start..m.end, m.value..m.end))
-                    .collect();
-                let theirs: Vec<(&[u8], std::ops::Range<usize>, std::ops::Range<usize>)> = scanned
-                    .members
-                    .iter()
-                    .map(|m| (m.key.as_ref(), m.span.clone(), m.value.clone()))
-                    .collect();
-                assert_eq!(ours, theirs, "round {round}");
+                assert_same_members(&read, &scanned, round);
             }
             *outcomes
                 .entry(match &fast {
@@ -1216,6 +1210,26 @@ pub(crate) mod tests {
 
     /// The reference's answer to "canonical, of a known format and kind, and of its kind's
     /// shape": scan, then the walk.
+    /// The one pass found the members the scanner finds: each name, span and value span.
+    fn assert_same_members(
+        read: &kind::one_pass::Read<'_>,
+        scanned: &canonical_scan::Scanned<'_>,
+        round: u64,
+    ) {
+        type Spans<'a> = Vec<(&'a [u8], std::ops::Range<usize>, std::ops::Range<usize>)>;
+        let ours: Spans<'_> = read
+            .members()
+            .iter()
+            .map(|m| (m.name.as_bytes(), m.start..m.end, m.value..m.end))
+            .collect();
+        let theirs: Spans<'_> = scanned
+            .members
+            .iter()
+            .map(|m| (m.key.as_ref(), m.span.clone(), m.value.clone()))
+            .collect();
+        assert_eq!(ours, theirs, "round {round}");
+    }
+
     fn shape_is_right(line: &[u8]) -> Option<(BlockKind, canonical_scan::Scanned<'_>)> {
         let scanned = canonical_scan::scan(line).ok()?;
         let get = |name: &str| scanned.get(line, name);
@@ -1558,17 +1572,7 @@ pub(crate) mod tests {
                 (Some(r), Some((k, scanned))) => {
                     agree_fit += 1;
                     assert_eq!(r.kind, *k, "round {round}: {}", String::from_utf8_lossy(&line));
-                    let ours: Vec<(&[u8], std::ops::Range<usize>, std::ops::Range<usize>)> = r
-                        .members()
-                        .iter()
-                        .map(|m| (m.name.as_bytes(), m.start..m.end, m.value..m.end))
-                        .collect();
-                    let theirs: Vec<(&[u8], std::ops::Range<usize>, std::ops::Range<usize>)> = scanned
-                        .members
-                        .iter()
-                        .map(|m| (m.key.as_ref(), m.span.clone(), m.value.clone()))
-                        .collect();
-                    assert_eq!(ours, theirs, "round {round}");
+                    assert_same_members(r, scanned, round);
                     // The full checks agree too.
                     let fast = check_line(&line);
                     let refr = check_reference(&line, &mut KeyCache::default(), true);

@@ -795,18 +795,7 @@ mod tests {
         };
         for round in 0..20_000 {
             let mut line = base.clone();
-            for _ in 0..(1 + next() % 3) {
-                let pos = (next() as usize) % (line.len() + 1);
-                let byte = alphabet[(next() as usize) % alphabet.len()];
-                match next() % 3 {
-                    0 if pos < line.len() => line[pos] = byte,
-                    1 => line.insert(pos, byte),
-                    _ if pos < line.len() => {
-                        line.remove(pos);
-                    }
-                    _ => {}
-                }
-            }
+            crate::evidence::block::tests::garble_with(&mut line, alphabet, &mut next);
             let ours = scan(&line).is_ok();
             assert_eq!(
                 ours,
