@@ -1427,7 +1427,9 @@ mod escapes {
         if let Some(path) = std::env::var_os("FIXTURE_REPORT")
             && let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path)
         {
-            let _ = writeln!(f, "{line}");
+            // One write of the whole line: escapees of concurrent runs append to one file,
+            // and `writeln!` writes the line and its newline apart.
+            let _ = f.write_all(format!("{line}\n").as_bytes());
         }
     }
 
