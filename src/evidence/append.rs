@@ -269,8 +269,8 @@ pub fn append_after(
     let link = match &tail.last {
         Some(last) => Link {
             seq: last.seq + 1,
-            prev: last.hash.clone(),
-            file_id: last.file_id.clone(),
+            prev: hex::encode(&last.hash),
+            file_id: hex::encode(&last.file_id),
         },
         None => Link {
             seq: 1,
@@ -529,7 +529,8 @@ mod tests {
             .lines()
             .map(|l| block::check_line(l.as_bytes()).unwrap())
             .collect();
-        assert_eq!(lines[0].prev, GENESIS_PREV);
+        assert_eq!(hex::encode(&lines[0].prev), GENESIS_PREV);
+        assert_eq!(lines[0].prev, block::GENESIS_PREV_BYTES);
         assert_eq!(lines[1].prev, lines[0].hash);
         assert_eq!(lines[1].file_id, lines[0].file_id);
         fs::remove_dir_all(path.parent().unwrap().parent().unwrap()).unwrap();

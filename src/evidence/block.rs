@@ -26,6 +26,8 @@ pub const FORMAT: &str = "mcp-witness/evidence-block/v2";
 pub const FORMAT_V1: &str = "mcp-witness/evidence-block/v1";
 /// `prev` of a file's first block.
 pub const GENESIS_PREV: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+/// `GENESIS_PREV` decoded, as `Checked::prev` holds it.
+pub const GENESIS_PREV_BYTES: [u8; 32] = [0; 32];
 /// A block line longer than this is refused by every reader (blocks are bounded far below it).
 pub const MAX_LINE: usize = 16 << 20;
 
@@ -183,13 +185,14 @@ impl fmt::Display for BlockError {
     }
 }
 
-/// The parts of a checked block that the chain and de-duplication rules need.
+/// The parts of a checked block that the chain and de-duplication rules need; the hex
+/// members decoded (the check proved their spelling), so the chain compares bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checked {
     pub seq: u64,
-    pub prev: String,
-    pub hash: String,
-    pub file_id: String,
+    pub prev: [u8; 32],
+    pub hash: [u8; 32],
+    pub file_id: [u8; 16],
     pub key: VerifyingKey,
     pub kind: BlockKind,
     pub observed_at: String,
@@ -429,24 +432,28 @@ fn finish(
     let string = |v: Raw<'_>| v.str().map(Cow::into_owned).unwrap_or_default();
     let key = cache.get(&e.key.str().unwrap_or_default())?;
     let seq = e.seq.int().unwrap_or_default() as u64;
-    let hash = string(e.hash);
-    let sig = hex::decode_exact::<64>(&e.sig.str().unwrap_or_default()).ok_or(BlockError::Field(
-        "sig".into(),
-        "must be 128 lower-case hex digits".into(),
-    ))?;
+    // The shape held these to their hex spelling: the errors cannot happen, but are named.
+    fn decoded<const N: usize>(v: Raw<'_>, name: &str) -> Result<[u8; N], BlockError> {
+        hex::decode_exact::<N>(&v.str().unwrap_or_default())
+            .ok_or_else(|| BlockError::Field(name.into(), format!("must be {} lower-case hex digits", 2 * N)))
+    }
+    let sig = decoded::<64>(e.sig, "sig")?;
+    let prev = decoded::<32>(e.prev, "prev")?;
+    let file_id = decoded::<16>(e.file_id, "file_id")?;
 
     let digest = digest();
-    if hex::decode_exact::<32>(&hash) != Some(digest) {
-        return Err(BlockError::HashMismatch);
-    }
+    let hash = match hex::decode_exact::<32>(&e.hash.str().unwrap_or_default()) {
+        Some(hash) if hash == digest => hash,
+        _ => return Err(BlockError::HashMismatch),
+    };
     if signature && key.verify_strict(&digest, &Signature::from_bytes(&sig)).is_err() {
         return Err(BlockError::BadSignature);
     }
     Ok(Checked {
         seq,
-        prev: string(e.prev),
+        prev,
         hash,
-        file_id: string(e.file_id),
+        file_id,
         key,
         kind,
         observed_at: string(e.observed_at),
@@ -629,7 +636,7 @@ pub(crate) mod tests {
         let checked = check_line(line).unwrap();
         assert_eq!(checked.kind, BlockKind::Probe);
         assert_eq!(checked.seq, 1);
-        assert_eq!(checked.hash, sealed.hash);
+        assert_eq!(hex::encode(&checked.hash), sealed.hash);
         assert_eq!(checked.key, key.verifying_key());
 
         let edited = String::from_utf8(line.to_vec())

@@ -13,7 +13,7 @@ use ed25519_dalek::VerifyingKey;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::block::{self, BlockError, GENESIS_PREV, MAX_LINE};
+use super::block::{self, BlockError, GENESIS_PREV_BYTES, MAX_LINE};
 use super::keys;
 
 /// What verify is asked to check beyond the file itself.
@@ -278,18 +278,11 @@ fn summarize(line: &[u8], cache: &mut block::KeyCache) -> LineResult {
             h.update(c.target_id.as_bytes());
             h.update(b"\n");
             h.update(c.observed_at.as_bytes());
-            // The check held these to their hex syntax; the errors cannot happen.
-            let hex_field = |name: &str, digits: usize| {
-                (
-                    Some(c.seq),
-                    BlockError::Field(name.into(), format!("must be {digits} lower-case hex digits")),
-                )
-            };
             Ok(Summary {
                 seq: c.seq,
-                prev: crate::hex::decode_exact(&c.prev).ok_or_else(|| hex_field("prev", 64))?,
-                hash: crate::hex::decode_exact(&c.hash).ok_or_else(|| hex_field("hash", 64))?,
-                file_id: crate::hex::decode_exact(&c.file_id).ok_or_else(|| hex_field("file_id", 32))?,
+                prev: c.prev,
+                hash: c.hash,
+                file_id: c.file_id,
                 key: c.key,
                 time: crate::clock::parse(&c.observed_at),
                 moment: h.finalize().into(),
@@ -339,7 +332,7 @@ impl<'e> Chain<'e> {
             path: path.to_path_buf(),
             expect,
             checked: 0,
-            prev_hash: crate::hex::decode_exact(GENESIS_PREV).unwrap_or_default(),
+            prev_hash: GENESIS_PREV_BYTES,
             file_id: None,
             last_time: None,
             backwards: 0,

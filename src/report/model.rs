@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use ed25519_dalek::VerifyingKey;
 use serde_json::Value;
 
-use crate::evidence::block::{self, GENESIS_PREV, MAX_LINE};
+use crate::evidence::block::{self, GENESIS_PREV_BYTES, MAX_LINE};
 use crate::evidence::kind::{BlockKind, Change};
 use crate::evidence::verify::{self, Broken, Expectations, Unreadable};
 use crate::files::{BoundedLines, LineError};
@@ -245,7 +245,7 @@ pub fn collect(path: &Path, trusted: Vec<VerifyingKey>) -> Result<Report, Proble
         .map_err(|e| Problem::Unreadable(Unreadable::Open(e)))?;
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut others: HashSet<String> = HashSet::new();
-    let mut prev = GENESIS_PREV.to_string();
+    let mut prev = GENESIS_PREV_BYTES;
     let mut read = 0u64;
     for line in BoundedLines::new(file, MAX_LINE) {
         if read == verified.blocks {
@@ -268,7 +268,7 @@ pub fn collect(path: &Path, trusted: Vec<VerifyingKey>) -> Result<Report, Proble
         if checked.prev != prev {
             return Err(changed(format!("line {read} no longer links to the line before")));
         }
-        prev = checked.hash.clone();
+        prev = checked.hash;
         let at = match index.get(&checked.target_id) {
             Some(&i) => i,
             None if report.targets.len() < MAX_TARGETS => {
@@ -289,7 +289,7 @@ pub fn collect(path: &Path, trusted: Vec<VerifyingKey>) -> Result<Report, Proble
         report.targets[at].add(checked.kind, value);
     }
     match &verified.head {
-        Some((n, hash)) if read == *n && prev == *hash => Ok(report),
+        Some((n, hash)) if read == *n && crate::hex::encode(&prev) == *hash => Ok(report),
         _ => Err(changed("its lines no longer end at the verified head".into())),
     }
 }
