@@ -13,7 +13,11 @@ pub fn encode(bytes: &[u8]) -> String {
 
 /// Decodes exactly `N` bytes of lower-case hex; anything else is `None`.
 pub fn decode_exact<const N: usize>(text: &str) -> Option<[u8; N]> {
-    let bytes = text.as_bytes();
+    decode_exact_bytes(text.as_bytes())
+}
+
+/// `decode_exact` of bytes (any byte that is not a lower-case hex digit is refused).
+pub fn decode_exact_bytes<const N: usize>(bytes: &[u8]) -> Option<[u8; N]> {
     if bytes.len() != N * 2 {
         return None;
     }

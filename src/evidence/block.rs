@@ -434,7 +434,7 @@ fn finish(
     let seq = e.seq.int().unwrap_or_default() as u64;
     // The shape held these to their hex spelling: the errors cannot happen, but are named.
     fn decoded<const N: usize>(v: Raw<'_>, name: &str) -> Result<[u8; N], BlockError> {
-        hex::decode_exact::<N>(&v.str().unwrap_or_default())
+        v.hex::<N>()
             .ok_or_else(|| BlockError::Field(name.into(), format!("must be {} lower-case hex digits", 2 * N)))
     }
     let sig = decoded::<64>(e.sig, "sig")?;
@@ -442,7 +442,7 @@ fn finish(
     let file_id = decoded::<16>(e.file_id, "file_id")?;
 
     let digest = digest();
-    let hash = match hex::decode_exact::<32>(&e.hash.str().unwrap_or_default()) {
+    let hash = match e.hash.hex::<32>() {
         Some(hash) if hash == digest => hash,
         _ => return Err(BlockError::HashMismatch),
     };

@@ -494,6 +494,15 @@ impl<'a> Raw<'a> {
         }
     }
 
+    /// The `N` bytes a string of `2N` lower-case hex digits spells, read in place: a
+    /// canonical string of hex digits holds no escape, so one that does is not one.
+    pub fn hex<const N: usize>(self) -> Option<[u8; N]> {
+        match self.0 {
+            [b'"', inner @ .., b'"'] => crate::hex::decode_exact_bytes(inner),
+            _ => None,
+        }
+    }
+
     /// An integer's value.
     pub fn int(self) -> Option<i64> {
         if !matches!(self.first(), Some(b'-' | b'0'..=b'9')) {
@@ -731,6 +740,58 @@ mod tests {
                     "{a:?} against {b:?} given as text"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn a_view_finds_every_member_of_a_canonical_object_by_ascii_or_other_keys() {
+        let keys = [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "b",
+            "a\u{7f}",
+            "é",
+            "aé",
+            "ab\u{e000}",
+            "ab😀",
+            "😀",
+            "\u{ffff}",
+            "abcdefgh",
+            "abcdefghij",
+            "abcdefgh😀",
+            "abcdefgé",
+            "abcdefghijklmnop",
+        ];
+        let object: serde_json::Map<String, Value> = keys
+            .iter()
+            .enumerate()
+            .map(|(n, k)| (k.to_string(), json!(n)))
+            .collect();
+        let line = canonical::to_bytes(&Value::Object(object));
+        let view = crate::evidence::kind::View::of(Raw(&line));
+        for (n, k) in keys.iter().enumerate() {
+            assert_eq!(view.at(k).int(), Some(n as i64), "{k:?}");
+        }
+        for absent in ["aa", "abcdefghi", "é😀", "\u{e000}", "zz"] {
+            assert!(view.at(absent).is_null(), "{absent:?}");
+        }
+    }
+
+    #[test]
+    fn a_hex_string_is_decoded_in_place_as_its_text_would_be() {
+        for text in ["00ab", "00AB", "00a", "00abc", "0g0a", "", "00ab\n", "é0ab"] {
+            let raw = canonical::to_bytes(&json!(text));
+            assert_eq!(
+                Raw(&raw).hex::<2>(),
+                crate::hex::decode_exact::<2>(text),
+                "{text:?}"
+            );
+        }
+        // Not strings, or not canonical ones (a canonical string escapes no digit).
+        for raw in [&b"1234"[..], b"null", b"[\"00ab\"]", b"\"\\u0030\\u0030ab\""] {
+            assert_eq!(Raw(raw).hex::<2>(), None, "{}", String::from_utf8_lossy(raw));
         }
     }
 

@@ -127,12 +127,7 @@ impl BlockKind {
         }
         // A digest field matches when it is the lower-case hex of the digest: decoding it
         // (only lower-case hex decodes) and comparing bytes says the same as encoding.
-        let matches = |field: Raw<'_>, bytes: &[u8]| {
-            let digest: [u8; 32] = Sha256::digest(bytes).into();
-            field
-                .str()
-                .is_some_and(|s| crate::hex::decode_exact::<32>(&s) == Some(digest))
-        };
+        let matches = |field: Raw<'_>, bytes: &[u8]| field.hex::<32>() == Some(Sha256::digest(bytes).into());
         let target = block.at("target");
         if !matches(target.find("id"), &(spec.identity)(target)) {
             return Err(BlockError::Digest("target.id"));
@@ -200,17 +195,28 @@ impl<'a> View<'a> {
 
     /// A member's value, or `null` when absent.
     pub fn at(&self, key: &str) -> Raw<'a> {
-        // Members of a canonical object are in key order.
-        self.members
-            .binary_search_by(|(k, _)| crate::evidence::canonical_scan::key_order_str(k, key))
-            .map_or(Raw(b"null"), |i| self.members[i].1)
+        use crate::evidence::canonical_scan::{byte_order, key_order};
+        // Members of a canonical object are in key order: byte order when the key is ASCII
+        // (every field name), decided once, not at each step of the search.
+        let found = if key.is_ascii() {
+            self.members
+                .binary_search_by(|(k, _)| byte_order(k, key.as_bytes()))
+        } else {
+            self.members
+                .binary_search_by(|(k, _)| key_order(k, key.as_bytes()))
+        };
+        found.map_or(Raw(b"null"), |i| self.members[i].1)
     }
 }
 
 /// The canonical bytes of an object of these members (ASCII keys, canonical values).
 pub(crate) fn object(members: &[(&str, &[u8])]) -> Vec<u8> {
-    // Sorted in place through their indexes when few (as every kind's are): nothing allocated
-    // but the output.
+    // Members given in key order (as the kinds list them) are written as they are.
+    if members.windows(2).all(|w| w[0].0 < w[1].0) {
+        return object_in_order(members.iter().copied(), members);
+    }
+    // Otherwise sorted in place through their indexes when few: nothing allocated but the
+    // output.
     const FEW: usize = 16;
     let mut order = [0usize; FEW];
     let mut many = Vec::new();
@@ -224,8 +230,12 @@ pub(crate) fn object(members: &[(&str, &[u8])]) -> Vec<u8> {
         *o = n;
     }
     order.sort_by(|&a, &b| members[a].0.cmp(members[b].0));
-    let sorted = order.iter().map(|&n| members[n]);
-    let size = members.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>();
+    object_in_order(order.iter().map(|&n| members[n]), members)
+}
+
+/// The canonical bytes of `sorted`, the members of `all` in key order.
+fn object_in_order<'m>(sorted: impl Iterator<Item = (&'m str, &'m [u8])>, all: &[(&str, &[u8])]) -> Vec<u8> {
+    let size = all.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>();
     let mut out = Vec::with_capacity(size + 2);
     out.push(b'{');
     for (i, (k, v)) in sorted.enumerate() {

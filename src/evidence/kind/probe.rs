@@ -390,10 +390,10 @@ pub fn identity(target: Raw<'_>) -> Vec<u8> {
     let [url, headers, era, protocol_version, command, cwd, env] = v;
     if !url.is_null() {
         return object(&[
-            ("url", url.0),
-            ("headers", headers.0),
             ("era", era.0),
+            ("headers", headers.0),
             ("protocol_version", protocol_version.0),
+            ("url", url.0),
         ]);
     }
     object(&[
@@ -424,22 +424,29 @@ fn observation(b: &View<'_>) -> Vec<u8> {
     let reasons = b.at("reasons").items().unwrap_or_default();
     let codes: Vec<Raw<'_>> = reasons.iter().map(|r| r.find("code")).collect();
     let codes = array(codes.iter().map(|c| c.0));
-    let mut members: Vec<(&str, &[u8])> = vec![
-        ("program_sha256", target.find("program_sha256").0),
-        ("era", b.at("era").0),
-        ("protocol_version", b.at("protocol_version").0),
-        ("server", b.at("server").0),
-        ("capabilities", b.at("capabilities").0),
-        ("tools", &tools),
-        ("call", &call),
-        ("verdict", b.at("verdict").0),
-        ("reasons", &codes),
-    ];
+    // In key order, `surface` only when observed.
     let surface = super::surface::observed(b);
-    if let Some(s) = &surface {
-        members.push(("surface", s.0));
+    let members = [
+        ("call", Some(&call[..])),
+        ("capabilities", Some(b.at("capabilities").0)),
+        ("era", Some(b.at("era").0)),
+        ("program_sha256", Some(target.find("program_sha256").0)),
+        ("protocol_version", Some(b.at("protocol_version").0)),
+        ("reasons", Some(&codes[..])),
+        ("server", Some(b.at("server").0)),
+        ("surface", surface.map(|s| s.0)),
+        ("tools", Some(&tools[..])),
+        ("verdict", Some(b.at("verdict").0)),
+    ];
+    let mut present = [("", &b""[..]); 10];
+    let mut n = 0;
+    for (k, v) in members {
+        if let Some(v) = v {
+            present[n] = (k, v);
+            n += 1;
+        }
     }
-    object(&members)
+    object(&present[..n])
 }
 
 /// An escapee that survived the teardown is among the survivors.
