@@ -241,3 +241,111 @@ fn the_readme_lists_every_kind_s_fields_as_verify_holds_them() {
         .collect();
     assert!(missing.is_empty(), "{}", missing.join("\n"));
 }
+
+/// SHA-256 of the canonical bytes of a value, built here from the format's text (README,
+/// "Digests"), not by the kinds' own digest code.
+fn digest_of(v: Value) -> String {
+    super::sha256_hex(&crate::evidence::canonical::to_bytes(&v))
+}
+
+#[test]
+fn each_kind_digests_exactly_the_objects_the_format_states() {
+    let hex = |c: &str| c.repeat(32);
+    let stdio = json!({"id": hex("00"), "command": ["srv", "é"], "program": null,
+        "program_sha256": hex("ab"), "cwd": "/w", "env": ["TOKEN"], "era": "legacy",
+        "protocol_version": null});
+    let http = json!({"id": hex("00"), "url": "https://h.test/mcp", "transport": "streamable_http",
+        "headers": ["authorization"], "era": "modern", "protocol_version": "2025-11-25"});
+    let surfaces = [
+        None,
+        Some(Value::Null),
+        Some(json!({"sha256": hex("cd"), "tools": []})),
+    ];
+    let server = json!({"name": "s\u{0}\"", "version": null});
+    let mut probes = 0;
+    for target in [&stdio, &http] {
+        let identity = if target.get("url").is_some() {
+            json!({"url": target["url"], "headers": target["headers"], "era": target["era"],
+                   "protocol_version": target["protocol_version"]})
+        } else {
+            json!({"command": target["command"], "cwd": target["cwd"], "env": target["env"],
+                   "era": target["era"], "protocol_version": target["protocol_version"]})
+        };
+        for kind in [BlockKind::Probe, BlockKind::Check] {
+            assert_eq!(
+                kind.target_id(target),
+                digest_of(identity.clone()),
+                "{kind:?} {target}"
+            );
+        }
+        for surface in &surfaces {
+            for (tools, call) in [
+                (Value::Null, Value::Null),
+                (
+                    json!({"count": 2, "names": ["b", "a"], "pages": 1, "names_complete": true}),
+                    json!({"tool": "echo", "outcome": "ok", "result_sha256": hex("ef"), "elapsed_ms": 3}),
+                ),
+            ] {
+                let mut block = json!({"target": target, "era": "auto", "protocol_version": "p",
+                    "server": server, "capabilities": {"tools": {"é": 1}}, "tools": tools,
+                    "call": call, "verdict": "pass",
+                    "reasons": [{"code": "a_b", "message": "m"}, {"code": "c", "message": ""}],
+                    "timings_ms": {"total": 9}});
+                let mut observed = json!({"program_sha256": target.get("program_sha256"),
+                    "era": "auto", "protocol_version": "p", "server": server,
+                    "capabilities": {"tools": {"é": 1}},
+                    "tools": if tools.is_null() { Value::Null } else { json!({"count": 2, "names": ["b", "a"]}) },
+                    "call": if call.is_null() { Value::Null } else {
+                        json!({"tool": "echo", "outcome": "ok", "result_sha256": hex("ef")}) },
+                    "verdict": "pass", "reasons": ["a_b", "c"]});
+                if let Some(s) = surface {
+                    block["surface"] = s.clone();
+                    if !s.is_null() {
+                        observed["surface"] = s["sha256"].clone();
+                    }
+                }
+                assert_eq!(
+                    BlockKind::Probe.observation_sha256(&block),
+                    digest_of(observed),
+                    "{block}"
+                );
+                probes += 1;
+            }
+            for could_not_run in [Value::Null, json!({"reason": "x"})] {
+                let mut block = json!({"target": target, "era": "auto", "protocol_version": "p",
+                    "server": server, "could_not_run": could_not_run,
+                    "results": [{"id": "a.b", "status": "pass", "message": "ok"},
+                                {"id": "c", "status": "warn", "message": "w"}]});
+                let mut observed = json!({"program_sha256": target.get("program_sha256"),
+                    "era": "auto", "protocol_version": "p", "server": server,
+                    "results": [["a.b", "pass"], ["c", "warn"]],
+                    "could_not_run": !could_not_run.is_null()});
+                if let Some(s) = surface {
+                    block["surface"] = s.clone();
+                    if !s.is_null() {
+                        observed["surface"] = s["sha256"].clone();
+                    }
+                }
+                assert_eq!(
+                    BlockKind::Check.observation_sha256(&block),
+                    digest_of(observed),
+                    "{block}"
+                );
+            }
+        }
+    }
+    assert_eq!(probes, 12);
+    let client = json!({"name": "cl", "version": null});
+    let domains = json!([{"domain": "tools", "verdict": "incomplete"}]);
+    assert_eq!(
+        BlockKind::Client.target_id(&json!({"id": hex("00"), "client": client})),
+        digest_of(json!({"client": client}))
+    );
+    assert_eq!(
+        BlockKind::Client.observation_sha256(
+            &json!({"target": {"client": client}, "client": client, "domains": domains,
+                    "verdict": "incomplete", "log": {"bytes": 3}})
+        ),
+        digest_of(json!({"client": client, "domains": domains, "verdict": "incomplete"}))
+    );
+}
