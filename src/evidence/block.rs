@@ -308,8 +308,8 @@ fn unsigned_digest(line: &[u8], members: &[kind::one_pass::Member]) -> [u8; 32] 
     hasher.finalize().into()
 }
 
-/// The check of a line as it was before the one pass: canonical scan, then the shape walk
-/// (its fast path first). Errors are named here.
+/// The check of a line as it was before the one pass: canonical scan, then the shape walk.
+/// Errors are named here.
 pub(crate) fn check_reference(
     line: &[u8],
     cache: &mut KeyCache,
@@ -831,7 +831,7 @@ pub(crate) mod tests {
         let mut minimal = body("srv", "2026-12-02T10:00:00.000+00:00");
         minimal.remove("format");
         let probe_fields = Value::Object(minimal);
-        let rich = Value::Object(crate::evidence::kind::fits::tests::rich_block());
+        let rich = Value::Object(rich_block());
         let http_target = json!({"url": "https://example.test/mcp", "transport": "streamable_http",
             "headers": ["authorization"], "era": "modern", "protocol_version": "2025-11-25"});
         let mut http = probe_fields.clone();
@@ -902,6 +902,42 @@ pub(crate) mod tests {
 
     /// Values a mutation puts in place: of every JSON type, the words and forms the shapes
     /// name, and the spellings near their edges.
+    /// A probe block with every optional part present: a surface, a call with an error, a
+    /// teardown with an exit and escapees.
+    pub(crate) fn rich_block() -> Map<String, Value> {
+        let mut b = body("srv", "2026-12-02T10:00:00.000+00:00");
+        let hex = "ab".repeat(32);
+        b.insert("format".into(), FORMAT.into());
+        b.insert("seq".into(), 1.into());
+        b.insert("prev".into(), hex.clone().into());
+        b.insert("file_id".into(), "cd".repeat(16).into());
+        b.insert("key".into(), format!("ed25519:{hex}").into());
+        b.insert("hash".into(), hex.clone().into());
+        b.insert("sig".into(), "ef".repeat(64).into());
+        b.insert(
+            "call".into(),
+            json!({"tool": "t", "outcome": "rpc_error", "argument_names": ["a"], "content_types": [],
+                   "preview": null, "result_sha256": null, "elapsed_ms": 3,
+                   "error": {"code": -32601, "message": "no"}}),
+        );
+        b.insert(
+            "teardown".into(),
+            json!({"ended_by": "sigterm", "after_ms": 5, "exit": {"signal": 15},
+                   "group_signals": ["sigterm"], "survivors": [7],
+                   "escapees": [{"pid": 7, "argv": ["x"], "left": "group", "ended": "survived"}]}),
+        );
+        let tool = json!({"name": "echo", "sha256": hex, "title": null, "description": hex,
+                          "input_schema": hex, "output_schema": null, "annotations": null,
+                          "description_text": "Echo \"it\""});
+        b.insert(
+            "surface".into(),
+            json!({"sha256": hex, "instructions": {"sha256": hex, "text": "hi"},
+                   "tools": {"items": [tool.clone(), tool], "count": 2, "complete": true}}),
+        );
+        b.insert("reasons".into(), json!([{"code": "slow_start", "message": "m"}]));
+        b
+    }
+
     pub(crate) fn palette(n: u64) -> Value {
         let hex = "ab".repeat(32);
         let all = [

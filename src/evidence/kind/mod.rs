@@ -9,7 +9,6 @@
 
 pub mod check;
 pub mod client;
-pub mod fits;
 pub mod one_pass;
 pub mod probe;
 pub mod shape;
@@ -109,11 +108,7 @@ impl BlockKind {
     pub fn check(self, block: &View<'_>) -> Result<(), BlockError> {
         let spec = self.spec();
         let tables = [ENVELOPE, spec.fields];
-        // One pass says whether the block fits; only one that does not is walked again, by
-        // the walk that names the first thing wrong.
-        if !fits::fits_members(&tables, &block.members) {
-            shape::check_members(&tables, &block.members, shape::At::Top)?;
-        }
+        shape::check_members(&tables, &block.members, shape::At::Top)?;
         self.check_beyond_shape(block)
     }
 

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::shape::{normal, normal_object};
+use super::shape::{Field, Shape, normal, normal_object};
 use super::{BlockKind, ENVELOPE};
 
 const SCHEMA: &str = include_str!("../../../schemas/evidence-block.schema.json");
@@ -348,4 +348,30 @@ fn each_kind_digests_exactly_the_objects_the_format_states() {
         ),
         digest_of(json!({"client": client, "domains": domains, "verdict": "incomplete"}))
     );
+}
+
+/// Every table names a field once, with a name that needs no escape: the one pass compiles
+/// only such tables (on any other it would give up, and every block would take the slow
+/// path), and the walk would check a field named twice against each.
+#[test]
+fn no_table_names_a_field_twice() {
+    fn walk(shape: &Shape) {
+        match shape {
+            Shape::Obj(fields) => tables(&[fields]),
+            Shape::Array(item, _) | Shape::OrNull(item) => walk(item),
+            Shape::OneOf(shapes) => shapes.iter().for_each(walk),
+            _ => {}
+        }
+    }
+    fn tables(t: &[&[Field]]) {
+        let mut names = std::collections::HashSet::new();
+        for f in t.iter().flat_map(|t| t.iter()) {
+            assert!(names.insert(f.name), "{} named twice", f.name);
+            assert!(!f.name.contains(['"', '\\']) && !f.name.contains(char::is_control));
+            walk(&f.shape);
+        }
+    }
+    for kind in BlockKind::ALL {
+        tables(&[ENVELOPE, kind.spec().fields]);
+    }
 }
