@@ -694,39 +694,42 @@ mod tests {
     use crate::evidence::canonical;
     use serde_json::{Value, json};
 
+    /// Keys ASCII and not, prefixes of each other, and past the first eight bytes.
+    const KEYS: [&str; 28] = [
+        "",
+        "a",
+        "ab",
+        "abc",
+        "b",
+        "a\u{7f}",
+        "é",
+        "aé",
+        "ab\u{e000}",
+        "ab\u{ffff}",
+        "ab😀",
+        "😀",
+        "\u{e000}",
+        "\u{ffff}",
+        "é😀",
+        "éa",
+        "\u{100}",
+        "\u{7ff}",
+        "\u{800}",
+        // Past the first eight bytes, compared a word at a time.
+        "abcdefgh",
+        "abcdefghij",
+        "abcdefghik",
+        "abcdefgh\u{e000}",
+        "abcdefgh😀",
+        "abcdefghijklmnopq",
+        "abcdefghijklmnopr",
+        "abcdefghijklmnop",
+        "abcdefgé",
+    ];
+
     #[test]
     fn key_order_is_utf16_order_for_every_pair_of_prefixes_ascii_and_astral_keys() {
-        let keys = [
-            "",
-            "a",
-            "ab",
-            "abc",
-            "b",
-            "a\u{7f}",
-            "é",
-            "aé",
-            "ab\u{e000}",
-            "ab\u{ffff}",
-            "ab😀",
-            "😀",
-            "\u{e000}",
-            "\u{ffff}",
-            "é😀",
-            "éa",
-            "\u{100}",
-            "\u{7ff}",
-            "\u{800}",
-            // Past the first eight bytes, compared a word at a time.
-            "abcdefgh",
-            "abcdefghij",
-            "abcdefghik",
-            "abcdefgh\u{e000}",
-            "abcdefgh😀",
-            "abcdefghijklmnopq",
-            "abcdefghijklmnopr",
-            "abcdefghijklmnop",
-            "abcdefgé",
-        ];
+        let keys = KEYS;
         for a in keys {
             for b in keys {
                 assert_eq!(
@@ -745,25 +748,7 @@ mod tests {
 
     #[test]
     fn a_view_finds_every_member_of_a_canonical_object_by_ascii_or_other_keys() {
-        let keys = [
-            "",
-            "a",
-            "ab",
-            "abc",
-            "b",
-            "a\u{7f}",
-            "é",
-            "aé",
-            "ab\u{e000}",
-            "ab😀",
-            "😀",
-            "\u{ffff}",
-            "abcdefgh",
-            "abcdefghij",
-            "abcdefgh😀",
-            "abcdefgé",
-            "abcdefghijklmnop",
-        ];
+        let keys = KEYS;
         let object: serde_json::Map<String, Value> = keys
             .iter()
             .enumerate()
@@ -774,7 +759,7 @@ mod tests {
         for (n, k) in keys.iter().enumerate() {
             assert_eq!(view.at(k).int(), Some(n as i64), "{k:?}");
         }
-        for absent in ["aa", "abcdefghi", "é😀", "\u{e000}", "zz"] {
+        for absent in ["aa", "abcdefghi", "é😀a", "\u{e001}", "abcdefgh😀😀", "zz"] {
             assert!(view.at(absent).is_null(), "{absent:?}");
         }
     }

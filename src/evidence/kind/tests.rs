@@ -279,6 +279,15 @@ fn each_kind_digests_exactly_the_objects_the_format_states() {
             );
         }
         for surface in &surfaces {
+            // A block's surface, and its digest in the observation when it is not null.
+            let add_surface = |block: &mut Value, observed: &mut Value| {
+                if let Some(s) = surface {
+                    block["surface"] = s.clone();
+                    if !s.is_null() {
+                        observed["surface"] = s["sha256"].clone();
+                    }
+                }
+            };
             for (tools, call) in [
                 (Value::Null, Value::Null),
                 (
@@ -298,12 +307,7 @@ fn each_kind_digests_exactly_the_objects_the_format_states() {
                     "call": if call.is_null() { Value::Null } else {
                         json!({"tool": "echo", "outcome": "ok", "result_sha256": hex("ef")}) },
                     "verdict": "pass", "reasons": ["a_b", "c"]});
-                if let Some(s) = surface {
-                    block["surface"] = s.clone();
-                    if !s.is_null() {
-                        observed["surface"] = s["sha256"].clone();
-                    }
-                }
+                add_surface(&mut block, &mut observed);
                 assert_eq!(
                     BlockKind::Probe.observation_sha256(&block),
                     digest_of(observed),
@@ -320,12 +324,7 @@ fn each_kind_digests_exactly_the_objects_the_format_states() {
                     "era": "auto", "protocol_version": "p", "server": server,
                     "results": [["a.b", "pass"], ["c", "warn"]],
                     "could_not_run": !could_not_run.is_null()});
-                if let Some(s) = surface {
-                    block["surface"] = s.clone();
-                    if !s.is_null() {
-                        observed["surface"] = s["sha256"].clone();
-                    }
-                }
+                add_surface(&mut block, &mut observed);
                 assert_eq!(
                     BlockKind::Check.observation_sha256(&block),
                     digest_of(observed),
