@@ -85,6 +85,8 @@ pub(crate) mod report;
 pub(crate) mod rpc;
 pub(crate) mod session;
 pub mod surface;
+#[cfg(test)]
+mod test_rng;
 pub(crate) mod text;
 
 pub use check::{CheckOptions, CheckReport, CheckResult, Status, check};

@@ -832,13 +832,7 @@ mod tests {
     fn agrees_with_the_serde_round_trip_on_many_mutations() {
         let base = sample();
         let alphabet = b"{}[]\",:\\ 0123456789-.eEtrufalsn\x01\x7fab/u";
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::test_rng::xorshift(0x9e37_79b9_7f4a_7c15);
         for round in 0..20_000 {
             let mut line = base.clone();
             crate::evidence::block::tests::garble_with(&mut line, alphabet, &mut next);
@@ -958,12 +952,10 @@ mod tests {
             canonical::to_bytes(&json!({"a": [{"b": "x\\\"]}", "c": [[], {}]}, 1], "d": {"e": null}}));
         walk(Raw(&nested));
         // Bytes that are not a scanned value: answers, no panic.
-        let mut seed: u64 = 7;
+        let mut next = crate::test_rng::xorshift(7);
         let line = sample();
         for _ in 0..5000 {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
+            let seed = next();
             let a = (seed as usize) % line.len();
             let b = a + ((seed >> 20) as usize) % (line.len() - a + 1);
             let r = Raw(&line[a..b]);

@@ -84,13 +84,7 @@ mod tests {
     fn each_search_finds_what_a_byte_by_byte_search_finds() {
         // Mostly plain bytes, now and then one that stops a search (or almost does).
         let stops = b"\"\\\x00\x01\x1f\x20\x21\x7f\x80\xa0\xff\n";
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::test_rng::xorshift(0x9e37_79b9_7f4a_7c15);
         for round in 0..20_000 {
             let len = (next() % 40) as usize;
             let b: Vec<u8> = (0..len)

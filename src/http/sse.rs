@@ -400,13 +400,8 @@ mod tests {
         // Streams drawn from the bytes that matter (field names, colons, all line ends, a BOM
         // byte, NUL), each parsed whole and in random pieces: the results must be identical.
         let alphabet = b"data:eventidretry: x\r\n\r\n\n\r:\0\xEF7";
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut rand = move |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut next = crate::test_rng::xorshift(0x2545_f491_4f6c_dd1d);
+        let mut rand = move |n: usize| (next() % n as u64) as usize;
         for _ in 0..2000 {
             let len = rand(120);
             let stream: Vec<u8> = (0..len).map(|_| alphabet[rand(alphabet.len())]).collect();
